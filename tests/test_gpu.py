@@ -1,0 +1,145 @@
+"""GPU correctness: every variant on shapes derived from its tiles and rules, against the float64
+reference, with the output poisoned with NaN (an unwritten element fails) and NaN guard zones
+around it (a write outside C fails). Tolerances: cugemm.accuracy.TOLERANCE, the one table."""
+import dataclasses
+
+import pytest
+
+import cugemm
+from cugemm import accuracy
+from cugemm.registry import variants
+
+pytestmark = pytest.mark.gpu
+cupy = pytest.importorskip("cupy")
+
+
+def shapes_for(v):
+    """(M, N, K) cases for a variant: the smallest legal shape, a non-square multi-tile one and a
+    large one; any-shape variants add primes, 1x1x1, K below the K slice and odd row lengths."""
+    bm, bn, bk = v.tile
+    mm, mn, mk = v.multiple_of
+    up = lambda x, m: -(-x // m) * m  # noqa: E731
+    cases = [(up(bm, mm), up(bn, mn), up(max(bk, 1), mk)),
+             (3 * bm, 2 * bn, up(5 * max(bk, 8), mk)),
+             (up(2048, mm), up(1536, mn), up(1024, mk))]
+    if v.any_shape:
+        cases += [(1, 1, 1), (257, 263, 251), (127, 131, max(bk, 8) + 3), (64, 96, 3),
+                  (33, 17, 9), (1, 1000, 37), (1000, 1, 37)]
+    return cases
+
+
+CASES = [(v, s) for v in variants() for s in shapes_for(v)]
+
+
+def randn(*shape):
+    return cupy.random.standard_normal(shape, dtype=cupy.float32)
+
+
+def run_checked(v, a, b, guard=64):
+    """Run into a NaN-poisoned C that sits between two NaN guard zones; return (C, guards intact)."""
+    M, N = a.shape[0], b.shape[1]
+    buf = cupy.full(M * N + 2 * guard, cupy.nan, dtype=v.dtype_out)
+    out = buf[guard:guard + M * N].reshape(M, N)
+    got = cugemm.run(v, a, b, out=out)
+    assert got is out
+    cupy.cuda.get_current_stream().synchronize()
+    guards_ok = bool(cupy.isnan(buf[:guard]).all()) and bool(cupy.isnan(buf[guard + M * N:]).all())
+    return out, guards_ok
+
+
+@pytest.mark.parametrize("v,shape", CASES, ids=[f"{v.name}-{'x'.join(map(str, s))}" for v, s in CASES])
+def test_matches_float64_reference(v, shape):
+    M, N, K = shape
+    a, b = randn(M, K).astype(v.dtype_in), randn(K, N).astype(v.dtype_in)
+    c, guards_ok = run_checked(v, a, b)
+    err = accuracy.rel_error(c, accuracy.reference(a, b))
+    assert guards_ok, f"{v.name} wrote outside C at {shape}"
+    assert not bool(cupy.isnan(c).any()), f"{v.name} left elements of C unwritten at {shape}"
+    assert accuracy.within(err, v.dtype_in, v.dtype_acc), f"{v.name} {shape}: rel err {err:.2e}"
+
+
+@pytest.mark.parametrize("v", variants(any_shape=True), ids=lambda v: v.name)
+def test_any_shape_variant_takes_unaligned_views(v):
+    # operands that start 4 bytes into an allocation, with odd row lengths
+    M, N, K = 77, 45, 29
+    a = randn(M * K + 1)[1:].reshape(M, K)
+    b = randn(K * N + 1)[1:].reshape(K, N)
+    assert a.data.ptr % 16 and b.data.ptr % 16
+    c = cugemm.run(v, a, b)
+    assert accuracy.within(accuracy.rel_error(c, accuracy.reference(a, b)), v.dtype_in, v.dtype_acc)
+
+
+def test_out_none_allocates_and_matches_out():
+    v = cugemm.get_variant("sgemm_warp_tile")
+    a, b = randn(256, 128), randn(128, 384)
+    c1 = cugemm.run(v, a, b)
+    c2 = cupy.full((256, 384), cupy.nan, dtype=cupy.float32)
+    cugemm.run(v.name, a, b, out=c2)
+    assert c1.shape == (256, 384) and c1.dtype == cupy.float32
+    assert bool((c1 == c2).all())
+
+
+@pytest.mark.parametrize("shape", [(0, 128, 8), (128, 0, 8), (128, 128, 0), (0, 0, 0)])
+def test_zero_sizes_need_no_launch(shape):
+    M, N, K = shape
+    a, b = randn(M, K), randn(K, N)
+    c = cugemm.run("sgemm_any_shape", a, b)
+    assert c.shape == (M, N)
+    assert bool((c == 0).all())
+    out = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
+    assert cugemm.run("sgemm_t_8x8_sliced_k_f32x4", a, b, out=out) is out and bool((out == 0).all())
+
+
+def test_real_arrays_rejected_before_launch():
+    v = cugemm.get_variant("sgemm_t_8x8_sliced_k_f32x4")
+    a, b = randn(128, 16), randn(16, 256)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        cugemm.run(v, cupy.asfortranarray(a), b)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        cugemm.run(v, a, randn(16, 512)[:, ::2])
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        cugemm.run(v, randn(128 * 16 + 1)[1:].reshape(128, 16), b)
+    with pytest.raises(TypeError, match="float64"):
+        cugemm.run(v, a.astype(cupy.float64), b)
+    with pytest.raises(ValueError, match="not a multiple of 128"):
+        cugemm.run(v, randn(100, 16), b)
+
+
+def test_too_old_gpu_is_refused():
+    v = dataclasses.replace(cugemm.get_variant("sgemm_naive_f32"), name="future_kernel", min_arch=990)
+    with pytest.raises(RuntimeError, match="needs compute capability"):
+        cugemm.run(v, randn(16, 16), randn(16, 16))
+
+
+class _CAI:
+    def __init__(self, arr):
+        self.arr = arr
+        self.__cuda_array_interface__ = arr.__cuda_array_interface__
+
+
+def test_cuda_array_interface_inputs_without_copy():
+    a, b = randn(128, 64), randn(64, 128)
+    out = cupy.full((128, 128), cupy.nan, dtype=cupy.float32)
+    got = cugemm.run("sgemm_warp_tile", _CAI(a), _CAI(b), out=_CAI(out))
+    assert got.data.ptr == out.data.ptr  # written in place: no copy was made
+    assert accuracy.within(accuracy.rel_error(out, accuracy.reference(a, b)), "float32", "float32")
+
+
+def test_dlpack_inputs():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    a = torch.randn(128, 64, device="cuda")
+    b = torch.randn(64, 128, device="cuda")
+    c = cugemm.run("sgemm_warp_tile", a, b)
+    ref = (a.double() @ b.double()).cpu().numpy()
+    assert abs(cupy.asnumpy(c) - ref).max() < 1e-3
+
+
+def test_runs_on_the_current_stream():
+    a, b = randn(512, 256), randn(256, 512)
+    ref = accuracy.reference(a, b)
+    with cupy.cuda.Stream(non_blocking=True) as s:
+        c = cugemm.run("sgemm_warp_tile", a, b)
+        s.synchronize()
+    assert accuracy.within(accuracy.rel_error(c, ref), "float32", "float32")
