@@ -117,11 +117,14 @@ class Variant:
                     "Pad the matrices, or use a variant that takes any shape "
                     "(cugemm.variants(any_shape=True))."
                 )
-        for what, count in (("M*K (A)", M * K), ("K*N (B)", K * N), ("M*N (C)", M * N)):
+        # Indices are 32-bit ints; edge kernels form offsets up to one tile past each edge, so the
+        # rule is checked on the dimensions rounded up to whole tiles.
+        Mp, Np, Kp = (-(-x // t) * t for x, t in zip((M, N, K), self.tile))
+        for what, count in (("M*K (A)", Mp * Kp), ("K*N (B)", Kp * Np), ("M*N (C)", Mp * Np)):
             if count > INT32_MAX:
                 raise ValueError(
-                    f"{self.name}: {what} = {count} elements overflows the kernel's 32-bit indices "
-                    f"(rule: each matrix has at most {INT32_MAX} elements); split the product into blocks"
+                    f"{self.name}: {what} = {count} elements (rounded up to whole tiles) overflows the "
+                    f"kernel's 32-bit indices (rule: at most {INT32_MAX}); split the product into blocks"
                 )
         gy = math.ceil(M / self.tile[0]) if M else 0
         if gy > GRID_YZ_MAX:

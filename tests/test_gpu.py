@@ -71,11 +71,11 @@ def test_any_shape_variant_takes_unaligned_views(v):
 
 def test_out_none_allocates_and_matches_out():
     v = cugemm.get_variant("sgemm_warp_tile")
-    a, b = randn(256, 128), randn(128, 384)
+    a, b = randn(256, 128), randn(128, 512)
     c1 = cugemm.run(v, a, b)
-    c2 = cupy.full((256, 384), cupy.nan, dtype=cupy.float32)
+    c2 = cupy.full((256, 512), cupy.nan, dtype=cupy.float32)
     cugemm.run(v.name, a, b, out=c2)
-    assert c1.shape == (256, 384) and c1.dtype == cupy.float32
+    assert c1.shape == (256, 512) and c1.dtype == cupy.float32
     assert bool((c1 == c2).all())
 
 
@@ -118,8 +118,8 @@ class _CAI:
 
 
 def test_cuda_array_interface_inputs_without_copy():
-    a, b = randn(128, 64), randn(64, 128)
-    out = cupy.full((128, 128), cupy.nan, dtype=cupy.float32)
+    a, b = randn(128, 64), randn(64, 256)
+    out = cupy.full((128, 256), cupy.nan, dtype=cupy.float32)
     got = cugemm.run("sgemm_warp_tile", _CAI(a), _CAI(b), out=_CAI(out))
     assert got.data.ptr == out.data.ptr  # written in place: no copy was made
     assert accuracy.within(accuracy.rel_error(out, accuracy.reference(a, b)), "float32", "float32")
@@ -130,7 +130,7 @@ def test_dlpack_inputs():
     if not torch.cuda.is_available():
         pytest.skip("torch without CUDA")
     a = torch.randn(128, 64, device="cuda")
-    b = torch.randn(64, 128, device="cuda")
+    b = torch.randn(64, 256, device="cuda")
     c = cugemm.run("sgemm_warp_tile", a, b)
     ref = (a.double() @ b.double()).cpu().numpy()
     assert abs(cupy.asnumpy(c) - ref).max() < 1e-3

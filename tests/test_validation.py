@@ -76,10 +76,13 @@ def test_shape_rules_point_to_any_shape(fake):
 
 
 def test_32bit_overflow(fake):
-    with pytest.raises(ValueError, match=r"M\*K \(A\) = 2147483648 elements overflows"):
+    with pytest.raises(ValueError, match=r"M\*K \(A\) = 2147483648 elements \(rounded up to whole tiles\) overflows"):
         check_inputs(ANY, fake((2**16, 2**15)), fake((2**15, 8)))
     with pytest.raises(ValueError, match=r"M\*N \(C\)"):
         check_inputs(ANY, fake((2**16, 1)), fake((1, 2**15 + 1)))
+    # within the limit as given, over it once rounded up to the 128x128x16 tiles
+    with pytest.raises(ValueError, match=r"K\*N \(B\) = \d+ elements \(rounded up"):
+        check_inputs(ANY, fake((1, 2**16 - 1)), fake((2**16 - 1, 2**15 - 1)))
 
 
 def test_grid_limit(fake):
