@@ -102,7 +102,7 @@ def format_table(rows: list[dict]) -> str:
     body = [[r["variant"], f(r["ms"], ".3f"), f(r["tflops"], ".1f"), f(r["pct"], ".1f"),
              f(r["rel_err"], ".1e") if r["rel_err"] is not None else "", r["status"]] for r in rows]
     return tabulate(body, headers=["variant", "ms", "TFLOP/s", "% cupy.matmul", "rel err", "status"],
-                    disablenumparse=True)
+                    disable_numparse=True)
 
 
 def device_line() -> str:
