@@ -16,7 +16,10 @@ import sys
 from . import accuracy, toolkit
 from .registry import variants
 
-DTYPES = {"f32": "float32"}
+# --dtype: (input dtype, math dtype). tf32 runs float32 inputs through TF32 tensor-core variants,
+# against cupy.matmul with CUPY_TF32=1 (which CuPy reads once, at import: main() re-executes itself
+# with it set). f32's baseline is plain FP32 cupy.matmul.
+DTYPES = {"f32": ("float32", "float32"), "f16": ("float16", "float16"), "tf32": ("float32", "tfloat32")}
 
 
 class Timer:
@@ -55,26 +58,33 @@ class Timer:
         return statistics.median(cupy.cuda.get_elapsed_time(s, e) for s, e in events)
 
 
-def bench_shape(M: int, N: int, K: int, dtype: str = "float32", pattern: str | None = None,
+def bench_shape(M: int, N: int, K: int, dtype: str = "f32", pattern: str | None = None,
                 warmup: int = 5, iters: int = 50, timer: Timer | None = None) -> list[dict]:
-    """Time cupy.matmul and every matching variant on one MxNxK shape; one dict per row."""
+    """Time cupy.matmul and every matching variant on one MxNxK shape; one dict per row.
+
+    dtype is a key of DTYPES. Each variant gets the inputs in its own layout (column-major variants
+    get Fortran-ordered copies of the same values), and a NaN-poisoned output checked against the
+    float64 reference before it is timed.
+    """
     import cupy
 
     from .launch import run
 
+    dtype_in, math_dtype = DTYPES[dtype]
     timer = timer or Timer(warmup, iters)
     flop = 2.0 * M * N * K
-    a = cupy.random.standard_normal((M, K), dtype=cupy.float32).astype(dtype)
-    b = cupy.random.standard_normal((K, N), dtype=cupy.float32).astype(dtype)
+    a = cupy.random.standard_normal((M, K), dtype=cupy.float32).astype(dtype_in)
+    b = cupy.random.standard_normal((K, N), dtype=cupy.float32).astype(dtype_in)
     ref = accuracy.reference(a, b)
+    operands = {"row": (a, b)}
     rows = []
 
-    def row(name, fn, dtype_acc, status_if_ok="ok"):
-        out = cupy.full((M, N), cupy.nan, dtype=dtype)
+    def row(name, fn, dtype_out, dtype_acc, order="C", status_if_ok="ok"):
+        out = cupy.full((M, N), cupy.nan, dtype=dtype_out, order=order)
         try:
             fn(out)
             err = accuracy.rel_error(out, ref)
-            status = status_if_ok if accuracy.within(err, dtype, dtype_acc) else "WRONG"
+            status = status_if_ok if accuracy.within(err, math_dtype, dtype_acc) else "WRONG"
             ms = timer.median_ms(lambda: fn(out))
         except Exception as e:  # a failing variant shows its reason and the others go on
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
@@ -83,9 +93,13 @@ def bench_shape(M: int, N: int, K: int, dtype: str = "float32", pattern: str | N
             return
         rows.append(dict(variant=name, ms=ms, tflops=flop / ms / 1e9, pct=None, rel_err=err, status=status))
 
-    row("cupy.matmul", lambda out: cupy.matmul(a, b, out=out), "float32", "baseline")
-    for v in variants(pattern, dtype=dtype):
-        row(v.name, lambda out, v=v: run(v, a, b, out), v.dtype_acc)
+    row("cupy.matmul", lambda out: cupy.matmul(a, b, out=out), dtype_in, "float32", status_if_ok="baseline")
+    for v in variants(pattern, dtype=dtype_in, math_dtype=math_dtype):
+        if v.layout not in operands:
+            operands[v.layout] = (cupy.asfortranarray(a), cupy.asfortranarray(b))
+        va, vb = operands[v.layout]
+        row(v.name, lambda out, v=v, va=va, vb=vb: run(v, va, vb, out), v.dtype_out, v.dtype_acc,
+            order="F" if v.layout == "col" else "C")
     base = rows[0]["ms"]
     for r in rows:
         if r["ms"] and base:
@@ -128,19 +142,26 @@ def main(argv=None) -> int:
     if not toolkit.have_gpu():
         print("bench: no CUDA GPU found; the bench needs one (`python -m cugemm compile` does not)")
         return 2
-    dtype = DTYPES[args.dtype]
-    if not variants(args.variants, dtype=dtype):
-        print(f"bench: no {dtype} variant matches {args.variants!r}")
-        return 2
-    if os.environ.get("CUPY_TF32", "0") not in ("", "0") and dtype == "float32":
+    dtype_in, math_dtype = DTYPES[args.dtype]
+    tf32_env = os.environ.get("CUPY_TF32", "0") not in ("", "0")
+    if args.dtype == "tf32" and not tf32_env:
+        # CuPy reads CUPY_TF32 once: run again with it set, so the baseline is cuBLAS TF32
+        os.environ["CUPY_TF32"] = "1"
+        os.execv(sys.executable, [sys.executable, "-m", "cugemm", "bench"] + list(argv if argv is not None
+                                                                                   else sys.argv[1:]))
+    if args.dtype == "f32" and tf32_env:
         print("bench: note: CUPY_TF32 is set, so the cupy.matmul baseline runs in TF32")
+    if not variants(args.variants, dtype=dtype_in, math_dtype=math_dtype):
+        print(f"bench: no {args.dtype} variant matches {args.variants!r}")
+        return 2
     print(device_line())
     timer = Timer(args.warmup, args.iters)
     for M in args.m:
         for N in args.n:
             for K in args.k:
-                rows = bench_shape(M, N, K, dtype, args.variants, timer=timer)
-                print(f"\nM={M} N={N} K={K} {dtype}: median of up to {args.iters} runs, L2 flushed")
+                rows = bench_shape(M, N, K, args.dtype, args.variants, timer=timer)
+                print(f"\nM={M} N={N} K={K} {args.dtype}: median of up to {args.iters} runs, L2 flushed, "
+                      f"baseline cupy.matmul{' (TF32)' if args.dtype == 'tf32' else ''}")
                 print(format_table(rows))
                 sys.stdout.flush()
     return 0

@@ -17,16 +17,23 @@ from .variant import Variant
 class _Operand(NamedTuple):
     shape: tuple
     dtype: np.dtype
-    contiguous: bool
+    c_contiguous: bool
+    f_contiguous: bool
     ptr: int
     readonly: bool
 
 
-def _c_contiguous(shape, strides, itemsize) -> bool:
+def _contiguous(shape, strides, itemsize, order) -> bool:
+    """Whether `strides` (bytes; None = C order) lay `shape` out densely in `order` ('C' or 'F')."""
     if strides is None:
-        return True
+        strides = []
+        step = itemsize
+        for dim in reversed(shape):
+            strides.insert(0, step)
+            step *= dim
+    dims = list(zip(shape, strides))
     expected = itemsize
-    for dim, stride in zip(reversed(shape), reversed(strides)):
+    for dim, stride in (reversed(dims) if order == "C" else dims):
         if dim > 1 and stride != expected:
             return False
         expected *= dim
@@ -39,14 +46,16 @@ def _describe(x, what: str, vname: str) -> _Operand:
 
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(x, cupy.ndarray):
-        return _Operand(x.shape, x.dtype, x.flags.c_contiguous, x.data.ptr, False)
+        flags = x.flags
+        return _Operand(x.shape, x.dtype, flags.c_contiguous, flags.f_contiguous, x.data.ptr, False)
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is not None:
         shape = tuple(cai["shape"])
         dtype = np.dtype(cai["typestr"])
         ptr, readonly = cai["data"]
-        return _Operand(shape, dtype, _c_contiguous(shape, cai.get("strides"), dtype.itemsize),
-                        int(ptr or 0), bool(readonly))
+        strides = cai.get("strides")
+        return _Operand(shape, dtype, _contiguous(shape, strides, dtype.itemsize, "C"),
+                        _contiguous(shape, strides, dtype.itemsize, "F"), int(ptr or 0), bool(readonly))
     if isinstance(x, np.ndarray):
         raise TypeError(f"{vname}: {what} is a host numpy array; pass a GPU array (cupy.asarray(x))")
     raise TypeError(
@@ -84,9 +93,12 @@ def check_inputs(v: Variant, a, b, out=None) -> tuple[int, int, int]:
         ops.append(("out", O))
     if M and N and K:
         for what, op in ops:
-            if not op.contiguous:
+            if v.layout == "row" and not op.c_contiguous:
                 raise ValueError(f"{v.name}: {what} must be C-contiguous (row-major); "
                                  "make a contiguous copy first (cupy.ascontiguousarray)")
+            if v.layout == "col" and not op.f_contiguous:
+                raise ValueError(f"{v.name}: {what} must be F-contiguous (column-major): this variant "
+                                 "takes column-major matrices (cupy.asfortranarray)")
             if op.ptr % v.align:
                 raise ValueError(f"{v.name}: {what} data pointer {op.ptr:#x} is not {v.align}-byte "
                                  f"aligned (rule: the kernel's vector loads need it); copy it to a "
@@ -134,7 +146,7 @@ def run(name, a, b, out=None):
         out = _as_cupy(out)
     M, N, K = check_inputs(v, a, b, out)
     if out is None:
-        out = cupy.empty((M, N), dtype=v._np_out)
+        out = cupy.empty((M, N), dtype=v._np_out, order="F" if v.layout == "col" else "C")
     if M == 0 or N == 0:
         return out
     if K == 0:

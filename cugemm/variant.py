@@ -35,7 +35,9 @@ class Variant:
     block       CUDA block shape (x, y, z)
     dtype_in/out/acc  numpy dtype names of the inputs, the output and the accumulator
     math        arithmetic unit: 'ffma', 'hfma2', 'wmma', 'mma', 'wgmma'
-    layout      'row' (all three matrices row-major)
+    math_dtype  what the multiplies see, when it differs from dtype_in: 'tfloat32' for TF32 tensor-core
+                variants of float32 inputs; '' means dtype_in. Tolerances are keyed on it.
+    layout      'row' (A, B and C row-major, C-contiguous) or 'col' (all three column-major)
     multiple_of (M, N, K) multiples the kernel requires; 1 means any size
     align       bytes each operand's base pointer must be aligned to (16 for float4 access)
     min_arch    lowest compute capability it runs on (80 = sm_80)
@@ -60,6 +62,7 @@ class Variant:
     dtype_acc: str
     math: str
     layout: str = "row"
+    math_dtype: str = ""
     multiple_of: tuple = (1, 1, 1)
     align: int = 4
     min_arch: int = 80
@@ -78,6 +81,10 @@ class Variant:
         object.__setattr__(self, "_np_out", np.dtype(self.dtype_out))
         for arch in self.archs:
             toolkit.parse_arch(arch)
+        if self.layout not in ("row", "col"):
+            raise ValueError(f"{self.name}: layout must be 'row' or 'col', not {self.layout!r}")
+        if not self.math_dtype:
+            object.__setattr__(self, "math_dtype", self.dtype_in)
 
     # ---- derived --------------------------------------------------------------------------
     @property

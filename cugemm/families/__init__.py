@@ -1,0 +1,1 @@
+"""Per-family variant tables; cugemm.registry concatenates them in ladder order."""
