@@ -80,7 +80,7 @@ def source(variant: Variant | str) -> str:
     path = kernel_path(v)
     if not path.is_file():
         raise FileNotFoundError(f"cugemm: kernel source of {v.name} not found: {path}")
-    deps = [path] + sorted(KERNEL_DIR.glob("*.cuh"))
+    deps = [path] + sorted(KERNEL_DIR.rglob("*.cuh"))
     key = (str(path),) + tuple(p.stat().st_mtime_ns for p in deps)
     text = _source_cache.get(key)
     if text is None:

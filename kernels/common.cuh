@@ -61,6 +61,15 @@ CUGEMM_DEVICE void store_f32xN(float* p, const float* r) {
   }
 }
 
+// ---- raw 16- and 8-byte moves, for any element type (8 halves, 4 floats, ...) ------------------
+// Both addresses must be aligned to the width.
+CUGEMM_DEVICE void copy_16B(void* dst, const void* src) {
+  *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+}
+CUGEMM_DEVICE void copy_8B(void* dst, const void* src) {
+  *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(src);
+}
+
 // ---- cp.async: global -> shared copies that bypass registers (sm_80+) -------------------------
 CUGEMM_DEVICE unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
