@@ -8,10 +8,11 @@ from __future__ import annotations
 import difflib
 import fnmatch
 
-from .families import hgemm, hgemm_wmma, sgemm
+from .families import hgemm, hgemm_wmma, sgemm, sgemm_cm, sgemm_tf32
 from .variant import Variant
 
-_TABLE: tuple[Variant, ...] = sgemm.VARIANTS + hgemm.VARIANTS + hgemm_wmma.VARIANTS
+_TABLE: tuple[Variant, ...] = (sgemm.VARIANTS + sgemm_cm.VARIANTS + sgemm_tf32.VARIANTS
+                               + hgemm.VARIANTS + hgemm_wmma.VARIANTS)
 
 _BY_NAME: dict[str, Variant] = {}
 for _v in _TABLE:
