@@ -158,6 +158,8 @@ def run(name, a, b, out=None):
         cc = _cc_cache[dev] = int(cupy.cuda.Device(dev).compute_capability)
     v.check_arch(cc)
     fn = jit.get_function(v, dev)
-    fn(v.grid(M, N), v.block, (a, b, out, np.int32(M), np.int32(N), np.int32(K)),
-       shared_mem=v.smem_dynamic)
+    args = (a, b, out, np.int32(M), np.int32(N), np.int32(K))
+    if v.args_fn is not None:
+        args += v.extra_args(M, N, K)
+    fn(v.grid(M, N), v.block, args, shared_mem=v.smem_dynamic)
     return out

@@ -48,6 +48,10 @@ class Variant:
     aliases     extra names that resolve to it
     doc         one line: what this rung adds
     spills      '' when it must compile with zero spill bytes; otherwise the documented reason
+    grid_fn     optional (variant, M, N) -> grid, for kernels that remap blocks (block swizzle);
+                default: (ceil(N/BN), ceil(M/BM), 1)
+    args_fn     optional (variant, M, N, K) -> extra kernel arguments after (a, b, c, M, N, K),
+                e.g. a swizzle stride computed by the family's documented rule
     """
 
     name: str
@@ -73,6 +77,8 @@ class Variant:
     aliases: tuple = ()
     doc: str = ""
     spills: str = ""
+    grid_fn: object = None
+    args_fn: object = None
     _np_in: np.dtype = field(init=False, repr=False, compare=False)
     _np_out: np.dtype = field(init=False, repr=False, compare=False)
 
@@ -107,8 +113,13 @@ class Variant:
         return self.multiple_of == (1, 1, 1)
 
     def grid(self, M: int, N: int) -> tuple:
+        if self.grid_fn is not None:
+            return self.grid_fn(self, M, N)
         bm, bn = self.tile[0], self.tile[1]
         return ((N + bn - 1) // bn, (M + bm - 1) // bm, 1)
+
+    def extra_args(self, M: int, N: int, K: int) -> tuple:
+        return () if self.args_fn is None else tuple(self.args_fn(self, M, N, K))
 
     # ---- rules ----------------------------------------------------------------------------
     def check_shape(self, M: int, N: int, K: int) -> None:
