@@ -118,6 +118,11 @@ class Variant:
         bm, bn = self.tile[0], self.tile[1]
         return ((N + bn - 1) // bn, (M + bm - 1) // bm, 1)
 
+    def tile_shape(self, m_tiles: int = 1, n_tiles: int = 1, k_tiles: int = 1) -> tuple:
+        """The legal (M, N, K) spanning that many block tiles (rounded up to the shape rules)."""
+        return tuple(-(-t * max(size, 1) // mult) * mult
+                     for t, size, mult in zip((m_tiles, n_tiles, k_tiles), self.tile, self.multiple_of))
+
     def extra_args(self, M: int, N: int, K: int) -> tuple:
         return () if self.args_fn is None else tuple(self.args_fn(self, M, N, K))
 

@@ -16,14 +16,11 @@ cupy = pytest.importorskip("cupy")
 def shapes_for(v):
     """(M, N, K) cases for a variant: the smallest legal shape, a non-square multi-tile one and a
     large one; any-shape variants add primes, 1x1x1, K below the K slice and odd row lengths."""
-    bm, bn, bk = v.tile
-    mm, mn, mk = v.multiple_of
-    up = lambda x, m: -(-x // m) * m  # noqa: E731
-    cases = [(up(bm, mm), up(bn, mn), up(max(bk, 1), mk)),
-             (3 * bm, 2 * bn, up(5 * max(bk, 8), mk)),
-             (up(2048, mm), up(1536, mn), up(1024, mk))]
+    bk = max(v.tile[2], 8)
+    cases = [v.tile_shape(), v.tile_shape(3, 2, max(5, 40 // bk)),
+             v.tile_shape(-(-2048 // v.tile[0]), -(-1536 // v.tile[1]), -(-1024 // max(v.tile[2], 1)))]
     if v.any_shape:
-        cases += [(1, 1, 1), (257, 263, 251), (127, 131, max(bk, 8) + 3), (64, 96, 3),
+        cases += [(1, 1, 1), (257, 263, 251), (127, 131, bk + 3), (64, 96, 3),
                   (33, 17, 9), (1, 1000, 37), (1000, 1, 37)]
     return cases
 
