@@ -1,0 +1,88 @@
+"""The TF32 WMMA family (seed 003): every name is registered with TF32 math, the records agree with
+the kernel template's rules, and the block-swizzle grid covers every tile exactly once. No GPU."""
+import numpy as np
+import pytest
+
+from cugemm.families import sgemm_tf32
+from cugemm.registry import get_variant, variants
+
+N_ = "sgemm_wmma_m16n16k8_mma4x2_warp2x4"
+NOTES = [f"{N_}_stage2", f"{N_}_stage3", f"{N_}_stage2_dsmem", f"{N_}_stage3_dsmem",
+         f"{N_}_stage2_swizzle", f"{N_}_stage3_swizzle", f"{N_}_stage2_dsmem_swizzle",
+         f"{N_}_stage3_dsmem_swizzle"]
+FAMILY = variants(family="sgemm_tf32")
+
+
+def test_notes_names_registered_in_order():
+    names = [v.name for v in FAMILY]
+    assert [n for n in names if n in NOTES] == NOTES
+    assert get_variant(f"{N_}_stages") is get_variant(f"{N_}_stage2")  # the notes' own name
+
+
+def test_fast_aliases():
+    assert get_variant("sgemm_tf32_fast").family == "sgemm_tf32"
+    v = get_variant("sgemm_tf32_wmma_fast")  # the fastest WMMA rung
+    assert v.math == "wmma" and v.param_dict["SHARED_LD"]
+
+
+@pytest.mark.parametrize("v", FAMILY, ids=lambda v: v.name)
+def test_tf32_record(v):
+    p = v.param_dict
+    assert (v.dtype_in, v.dtype_out, v.dtype_acc) == ("float32",) * 3
+    assert v.math_dtype == "tfloat32" and v.math in ("wmma", "mma") and v.seed == "003"
+    assert v.headers == ("mma.h", "crt/mma.h") and v.min_arch >= 80
+    assert {"sm_80", "sm_90"} <= set(v.archs)
+    if v.math == "wmma":  # 16 x 16 wmma fragments
+        assert v.name.startswith("sgemm_wmma_m16n16k8_") and v.template == "sgemm_wmma_tf32_stages"
+        assert [k for k, _ in v.params] == ["WARPS_M", "WARPS_N", "FRAGS_M", "FRAGS_N", "BK",
+                                            "STAGES", "A_PAD", "B_PAD", "SHARED_LD", "DSMEM",
+                                            "SWIZZLE"]
+        bm, bn = 16 * p["FRAGS_M"] * p["WARPS_M"], 16 * p["FRAGS_N"] * p["WARPS_N"]
+    else:  # 16 x 8 mma.sync tiles, the ring always in dynamic shared memory
+        assert v.name.startswith("sgemm_mma_m16n8k8_") and v.template == "sgemm_mma_tf32_stages"
+        assert [k for k, _ in v.params] == ["WARPS_M", "WARPS_N", "FRAGS_M", "FRAGS_N", "BK",
+                                            "STAGES", "A_PAD", "B_PAD", "SWIZZLE"]
+        bm, bn = 16 * p["FRAGS_M"] * p["WARPS_M"], 8 * p["FRAGS_N"] * p["WARPS_N"]
+        p = dict(p, DSMEM=True)
+    assert v.tile == (bm, bn, p["BK"]) and v.multiple_of == v.tile and v.align == 16
+    assert v.block == (32 * p["WARPS_M"] * p["WARPS_N"], 1, 1)
+    smem = p["STAGES"] * (bm * (p["BK"] + p["A_PAD"]) + p["BK"] * (bn + p["B_PAD"])) * 4
+    assert v.smem_dynamic == (smem if p["DSMEM"] else 0)
+    assert smem <= 227 * 1024 and (p["DSMEM"] or smem <= 48 * 1024)
+    # every variant passes the 7th kernel argument; only swizzled ones reshape the grid
+    assert v.args_fn is not None and (v.grid_fn is not None) == p["SWIZZLE"]
+    extra = v.extra_args(4096, 4096, 4096)
+    assert len(extra) == 1 and isinstance(extra[0], np.int32)
+    if not p["SWIZZLE"]:
+        assert extra[0] == 0 and v.grid(4096, 4096) == (4096 // bn, 4096 // bm, 1)
+    if "_swizzle" in v.name:
+        assert p["SWIZZLE"]
+    if "_dsmem" in v.name:
+        assert p["DSMEM"]
+    assert v.min_arch == (80 if smem <= 163 * 1024 else 90)
+
+
+@pytest.mark.parametrize("N,stride", [(4096, 1024), (8192, 2048), (16384, 4096), (1024, 256),
+                                      (128, 128), (256, 256), (640, 640), (4224, 1024)])
+def test_swizzle_stride_rule(N, stride):
+    v = get_variant(f"{N_}_stage2_swizzle")  # BN = 128
+    assert sgemm_tf32.swizzle_stride(v, N) == stride
+
+
+@pytest.mark.parametrize("v", [v for v in FAMILY if v.param_dict["SWIZZLE"]], ids=lambda v: v.name)
+@pytest.mark.parametrize("M,N", [(128, 128), (384, 256), (2048, 1536), (4096, 4096), (1024, 4224),
+                                 (256, 8192)])
+def test_swizzle_grid_covers_each_tile_once(v, M, N):
+    bm, bn = v.tile[0], v.tile[1]
+    if M % bm or N % bn:
+        pytest.skip("not a legal shape for this tile")
+    gx, gy, gz = v.grid(M, N)
+    (stride,) = v.extra_args(M, N, 64)
+    assert stride % bn == 0 and gx == stride // bn and gy == M // bm
+    seen = []
+    for z in range(gz):  # the kernel's block -> tile map, blocks past column N return
+        for x in range(gx):
+            bx = z * (stride // bn) + x
+            if bx * bn < N:
+                seen += [(y, bx) for y in range(gy)]
+    assert sorted(seen) == [(y, x) for y in range(M // bm) for x in range(N // bn)]
