@@ -124,7 +124,7 @@ def _as_cupy(x):
     return x  # check_inputs raises the TypeError
 
 
-_cc_cache: dict[int, int] = {}
+_device_cache: dict[int, tuple[int, int]] = {}  # device id -> (compute capability, opt-in smem bytes)
 
 
 def run(name, a, b, out=None):
@@ -153,10 +153,13 @@ def run(name, a, b, out=None):
         out.fill(0)
         return out
     dev = cupy.cuda.runtime.getDevice()
-    cc = _cc_cache.get(dev)
-    if cc is None:
-        cc = _cc_cache[dev] = int(cupy.cuda.Device(dev).compute_capability)
-    v.check_arch(cc)
+    info = _device_cache.get(dev)
+    if info is None:
+        rt = cupy.cuda.runtime
+        info = _device_cache[dev] = (int(cupy.cuda.Device(dev).compute_capability),
+                                     rt.deviceGetAttribute(rt.cudaDevAttrMaxSharedMemoryPerBlockOptin, dev))
+    v.check_arch(info[0])
+    v.check_smem(info[1])
     fn = jit.get_function(v, dev)
     args = (a, b, out, np.int32(M), np.int32(N), np.int32(K))
     if v.args_fn is not None:

@@ -155,6 +155,13 @@ class Variant:
                 f"{self.name}: M={M} needs {gy} block rows, over CUDA's grid limit of {GRID_YZ_MAX}"
             )
 
+    def check_smem(self, limit: int) -> None:
+        """Raise RuntimeError when the block's dynamic shared memory exceeds a GPU's opt-in limit."""
+        if self.smem_dynamic > limit:
+            raise RuntimeError(
+                f"{self.name} needs {self.smem_dynamic} bytes of dynamic shared memory per block; "
+                f"this GPU allows {limit}")
+
     def check_arch(self, cc: int) -> None:
         """Raise RuntimeError when a GPU of compute capability `cc` (e.g. 90) is too old."""
         if cc < self.min_arch:

@@ -98,6 +98,15 @@ def test_arch_check():
         T8.check_arch(75)
 
 
+def test_shared_memory_limit():
+    big = [v for v in cugemm.variants() if v.smem_dynamic > 48 * 1024]
+    assert big, "some variant uses dynamic shared memory beyond 48 KB"
+    v = max(big, key=lambda v: v.smem_dynamic)
+    v.check_smem(227 * 1024)  # Hopper's opt-in limit
+    with pytest.raises(RuntimeError, match=r"bytes of dynamic shared memory per block; this GPU allows 101376"):
+        v.check_smem(99 * 1024)  # sm_86 / sm_89
+
+
 def test_host_arrays_and_junk_are_refused():
     with pytest.raises(TypeError, match="host numpy array"):
         cugemm.run("sgemm_naive_f32", np.ones((4, 4), np.float32), np.ones((4, 4), np.float32))
