@@ -1,53 +1,87 @@
 #!/usr/bin/env bash
-# Everything the GPU machine has to prove, in one call (device time is scarce):
-#   the GPU tests, compute-sanitizer memcheck + racecheck over every variant, cold/warm first-call
-#   times, host overhead, and the bench (JSON under results/ and $OUT).
-# Usage (repo root, on the device): bash scripts/device_check.sh [quick]
-#   quick: tests + sanitizers + the default bench only (no sweeps, no repeat run).
+# Everything the GPU machine has to prove, in as few calls as the device allows:
+#   tests     cold/warm first-call times, the GPU tests, host overhead
+#   sanitize  compute-sanitizer memcheck and racecheck over every registered variant
+#   bench     the default benches (f32, f16, tf32), JSON written to results/
+#   sweeps    seed-hgemm (f16) and seed-sgemm (f32, capped at 8192) with JSON and plots
+#   repeat    the f32 bench again (agreement within the reported spread)
+# Usage (repo root, on the device): bash scripts/device_check.sh [phase ...]   (default: all phases)
 # Logs, result JSON and plots are collected in one archive, $OUT/device_logs.tgz (or
-# ./device-out/device_logs.tgz), as well as summarised on stdout.
+# ./device-out/device_logs.tgz), and summarised on stdout. Exit status 1 if a test or sanitizer failed.
 set -uo pipefail
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 dest=${OUT:-$PWD/device-out}; mkdir -p "$dest" results
 out=$(mktemp -d)
-trap 'tar czf "$dest/device_logs.tgz" -C "$out" . ' EXIT
-mode=${1:-full}
+trap 'tar czf "$dest/device_logs.tgz" -C "$out" .' EXIT
+phases=${*:-tests sanitize bench sweeps repeat}
 status=0
 step() { echo; echo "== $*"; }
+has() { [[ " $phases " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv | tee "$out/gpu.txt"
 python3 -c "import cupy; print('cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion())"
 
-step "first call: cold (empty CuPy cache) then warm (second process, same cache)"
-export CUPY_CACHE_DIR=$(mktemp -d)
-python3 scripts/first_call.py sgemm_warp_tile | sed 's/^/cold: /' | tee "$out/first_call.txt"
-python3 scripts/first_call.py sgemm_warp_tile | sed 's/^/warm: /' | tee -a "$out/first_call.txt"
+if has tests; then
+  step "first call: cold (empty CuPy cache) then warm (second process, same cache)"
+  cache=$(mktemp -d)
+  CUPY_CACHE_DIR=$cache python3 scripts/first_call.py sgemm_warp_tile | sed 's/^/cold: /' | tee "$out/first_call.txt"
+  CUPY_CACHE_DIR=$cache python3 scripts/first_call.py sgemm_warp_tile | sed 's/^/warm: /' | tee -a "$out/first_call.txt"
+  step "GPU tests"
+  python3 -m pytest -q -m gpu -p no:cacheprovider tests/ > "$out/pytest_gpu.txt" 2>&1
+  [ $? -eq 0 ] || status=1
+  grep -E "FAILED|ERROR" "$out/pytest_gpu.txt" | head -20; tail -1 "$out/pytest_gpu.txt"
+  step "host overhead"
+  python3 scripts/host_overhead.py | tee "$out/overhead.txt"
+fi
 
-step "GPU tests"
-python3 -m pytest -q -m gpu -p no:cacheprovider tests/ 2>&1 | tee "$out/pytest_gpu.txt" | tail -15
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+if has sanitize; then
+  step "compute-sanitizer memcheck + racecheck, every variant"
+  for tool in memcheck racecheck; do
+    flag=""; [ $tool = racecheck ] && flag=--quick
+    timeout 400 compute-sanitizer --tool $tool --error-exitcode 9 python3 scripts/sanitize_all.py $flag \
+      > "$out/sanitize_$tool.txt" 2>&1
+    rc=$?
+    echo "$tool: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize_$tool.txt" | tail -1);" \
+         "$(grep sanitize_all: "$out/sanitize_$tool.txt")"
+    [ $rc -eq 0 ] || { status=1; grep -m5 -E "Invalid|Race|Hazard|WRONG|rror" "$out/sanitize_$tool.txt"; }
+  done
+fi
 
-step "compute-sanitizer memcheck + racecheck, every variant"
-for tool in memcheck racecheck; do
-  compute-sanitizer --tool $tool --error-exitcode 9 python3 scripts/sanitize_all.py > "$out/sanitize_$tool.txt" 2>&1
-  rc=$?
-  echo "$tool: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize_$tool.txt" | tail -1); $(grep sanitize_all: "$out/sanitize_$tool.txt")"
-  [ $rc -eq 0 ] || status=1
-done
+if has bench; then
+  step "bench"
+  python3 bench.py --m 4096 --n 4096 --k 1024 4096 --json results/f32.json 2>&1 | tee "$out/bench_f32.txt"
+  python3 bench.py --dtype f16 --m 4096 --n 4096 --k 1024 4096 --json results/f16.json 2>&1 | tee "$out/bench_f16.txt"
+  python3 bench.py --dtype tf32 --m 4096 --n 4096 --k 1024 4096 --json results/tf32.json 2>&1 | tee "$out/bench_tf32.txt"
+  cp results/*.json "$out/"
+fi
 
-step "host overhead"
-python3 scripts/host_overhead.py | tee "$out/overhead.txt"
+if has sweeps; then
+  step "sweeps"
+  python3 bench.py --sweep seed-hgemm --dtype f16 --json "$out/sweep_hgemm.json" --plot "$out/sweep_hgemm.png" \
+    > "$out/sweep_hgemm.txt" 2>&1; echo "seed-hgemm exit $?: $(grep -c '^M=' "$out/sweep_hgemm.txt") shapes"
+  python3 bench.py --sweep seed-sgemm --max-size 8192 --json "$out/sweep_sgemm.json" --plot "$out/sweep_sgemm.png" \
+    > "$out/sweep_sgemm.txt" 2>&1; echo "seed-sgemm exit $?: $(grep -c '^M=' "$out/sweep_sgemm.txt") shapes"
+fi
 
-step "bench"
-python3 bench.py --m 4096 --n 4096 --k 1024 4096 --json results/f32.json 2>&1 | tee "$out/bench_f32.txt"
-python3 bench.py --dtype f16 --m 4096 --n 4096 --k 1024 4096 --json results/f16.json 2>&1 | tee "$out/bench_f16.txt"
-python3 bench.py --dtype tf32 --m 4096 --n 4096 --k 4096 --json results/tf32.json 2>&1 | tee "$out/bench_tf32.txt"
-cp results/*.json "$out/" 2>/dev/null
-[ "$mode" = quick ] && exit $status
-
-step "sweeps"
-python3 bench.py --sweep seed-hgemm --dtype f16 --json "$out/sweep_hgemm.json" --plot "$out/sweep_hgemm.png" > "$out/sweep_hgemm.txt" 2>&1; tail -3 "$out/sweep_hgemm.txt"
-python3 bench.py --sweep seed-sgemm --max-size 8192 --json "$out/sweep_sgemm.json" --plot "$out/sweep_sgemm.png" > "$out/sweep_sgemm.txt" 2>&1; tail -3 "$out/sweep_sgemm.txt"
-
-step "repeat of the f32 bench (agreement within spread)"
-python3 bench.py --m 4096 --n 4096 --k 1024 4096 2>&1 | tee "$out/bench_f32_repeat.txt" | tail -3
+if has repeat; then
+  step "repeat of the f32 bench (agreement within spread)"
+  python3 bench.py --m 4096 --n 4096 --k 1024 4096 --json "$out/f32_repeat.json" > "$out/bench_f32_repeat.txt" 2>&1
+  python3 - "$out" <<'PY'
+import json, sys
+d = sys.argv[1]
+a = {(r["variant"], r["K"]): r for r in json.load(open("results/f32.json"))["rows"]} if __import__("os").path.exists("results/f32.json") else {}
+b = {(r["variant"], r["K"]): r for r in json.load(open(f"{d}/f32_repeat.json"))["rows"]}
+agree = total = 0
+for key, r in b.items():
+    s = a.get(key)
+    if not s or not r["ms"] or not s["ms"]:
+        continue
+    total += 1
+    # the two medians agree when each lies within the other's p20-p80 band, widened by 1%
+    ok = s["p20_ms"] * 0.99 <= r["ms"] <= s["p80_ms"] * 1.01 or r["p20_ms"] * 0.99 <= s["ms"] <= r["p80_ms"] * 1.01
+    agree += ok
+    if not ok:
+        print(f"  differ: {key}: {s['ms']:.4f} [{s['p20_ms']:.4f}, {s['p80_ms']:.4f}] vs {r['ms']:.4f} [{r['p20_ms']:.4f}, {r['p80_ms']:.4f}]")
+print(f"repeat: {agree}/{total} rows agree within the reported spread")
+PY
+fi
 exit $status

@@ -1,0 +1,75 @@
+// cugemm/kernels/hgemm/02_sliced_k.cu -- HGEMM (CUDA cores) ladder, rung 2: hgemm_sliced_k_f16
+//
+// C = A * B, all row-major fp16: A is MxK, B is KxN, C is MxN (C is overwritten); fp16 __hfma
+// products and fp16 accumulation.
+//
+// What this rung adds over rung 1 (naive): K is cut into slices of BK. For each slice the block
+// cooperatively copies a BMxBK tile of A and a BKxBN tile of B into shared memory once, and
+// every thread then reads its row/column from there, so each global element is loaded once per
+// block instead of once per thread. Still one thread per C element, one scalar __hfma per k.
+//
+// Shape rules: any M, N, K >= 0, any 2-byte aligned pointers. Tile elements outside A or B load
+//   as 0; C elements outside the matrix are not written. Out-of-range threads stay alive (they
+//   take part in the loads and the __syncthreads) and only skip the final store.
+// Cooperative load: the THREADS = BM*BN threads walk each tile in row-major order, THREADS
+//   elements per round (consecutive threads take consecutive columns, so global reads coalesce);
+//   a last, partial round is guarded, so no relation between BM, BN and BK is needed.
+// Launch:  grid = (ceil(N/BN), ceil(M/BM), 1), block = (BN, BM, 1): threadIdx.x walks N,
+//   threadIdx.y walks M. Config: <32, 32, 32> (1024 threads, 4 KiB static shared memory).
+#include <cuda_fp16.h>
+#include "../common.cuh"
+
+template <int BM, int BN, int BK>
+__global__ void __launch_bounds__(BM * BN)
+hgemm_sliced_k_f16(const half* __restrict__ a, const half* __restrict__ b, half* __restrict__ c,
+                   int M, int N, int K) {
+  constexpr int THREADS = BM * BN;
+  constexpr int A_ROUNDS = (BM * BK + THREADS - 1) / THREADS;  // tile elements per thread,
+  constexpr int B_ROUNDS = (BK * BN + THREADS - 1) / THREADS;  // rounded up
+  static_assert(BM > 0 && BN > 0 && BK > 0, "tile sizes must be positive");
+  static_assert(THREADS <= 1024, "one thread per C element: BM*BN <= 1024");
+  static_assert((BM * BK + BK * BN) * 2 <= 48 * 1024, "static shared memory must fit in 48 KiB");
+
+  __shared__ half s_a[BM][BK];
+  __shared__ half s_b[BK][BN];
+
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int tid = ty * BN + tx;
+  const int bm0 = static_cast<int>(blockIdx.y) * BM;  // first C row of this block
+  const int bn0 = static_cast<int>(blockIdx.x) * BN;  // first C column of this block
+  const half zero = __float2half(0.f);
+
+  half acc = zero;
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    // load: A tile [BM][BK], element e -> (m, k) = (e / BK, e % BK); zero outside A
+#pragma unroll
+    for (int i = 0; i < A_ROUNDS; ++i) {
+      const int e = tid + i * THREADS;
+      if (e < BM * BK) {  // compile-time true when THREADS divides BM*BK
+        const int m = e / BK, k = e % BK;
+        const int gm = bm0 + m, gk = k0 + k;
+        s_a[m][k] = (gm < M && gk < K) ? a[gm * K + gk] : zero;
+      }
+    }
+    // load: B tile [BK][BN], element e -> (k, n) = (e / BN, e % BN); zero outside B
+#pragma unroll
+    for (int i = 0; i < B_ROUNDS; ++i) {
+      const int e = tid + i * THREADS;
+      if (e < BK * BN) {
+        const int k = e / BN, n = e % BN;
+        const int gk = k0 + k, gn = bn0 + n;
+        s_b[k][n] = (gk < K && gn < N) ? b[gk * N + gn] : zero;
+      }
+    }
+    __syncthreads();  // tiles complete before anyone reads them
+
+    // compute: s_a[ty][k] is one address per warp row (broadcast), s_b[k][tx] is contiguous
+#pragma unroll
+    for (int k = 0; k < BK; ++k) acc = __hfma(s_a[ty][k], s_b[k][tx], acc);
+    __syncthreads();  // everyone done reading before the next slice overwrites the tiles
+  }
+
+  // write back
+  const int row = bm0 + ty, col = bn0 + tx;
+  if (row < M && col < N) c[row * N + col] = acc;
+}
