@@ -254,6 +254,9 @@ def write_csv(path: str, meta: dict, rows: list[dict]):
             w.writerow({**r, **meta})
 
 
+PLOT_TOP = 8  # variants drawn in colour, with a legend entry, in a sweep plot
+
+
 def plot(path: str, meta: dict, rows: list[dict]):
     """TFLOP/s per variant across the shapes, cupy.matmul as a thick black line (one shape: bars)."""
     import matplotlib
@@ -277,25 +280,31 @@ def plot(path: str, meta: dict, rows: list[dict]):
     else:
         fig, ax = plt.subplots(figsize=(max(10, 0.45 * len(shapes) + 4), 7))
         x = range(len(shapes))
-        cmap = plt.get_cmap("tab20")
-        # variants with data, fastest first (legend order), the ones that never ran left out
+
+        # the TOP fastest variants (by mean TFLOP/s over the sweep) in colour with a legend; the
+        # rest as thin grey lines, so the picture stays readable with dozens of variants
         def mean(n):
             vals = [value[(n, *s)] for s in shapes if (n, *s) in value]
             return sum(vals) / len(vals) if vals else None
 
-        others = sorted((n for n in names if n != "cupy.matmul" and mean(n) is not None), key=mean,
+        ranked = sorted((n for n in names if n != "cupy.matmul" and mean(n) is not None), key=mean,
                         reverse=True)
-        for i, n in enumerate(others):
+        top, rest = ranked[:PLOT_TOP], ranked[PLOT_TOP:]
+        for i, n in enumerate(rest):
             ys = [value.get((n, *s), float("nan")) for s in shapes]
-            ax.plot(x, ys, marker="o", ms=3, lw=1.2, color=cmap(i % 20),
-                    ls="-" if i < 20 else "--", label=n)
+            ax.plot(x, ys, color="0.75", lw=0.8, zorder=1,
+                    label=f"{len(rest)} other variants" if i == 0 else None)
+        cmap = plt.get_cmap("tab10")
+        for i, n in enumerate(top):
+            ys = [value.get((n, *s), float("nan")) for s in shapes]
+            ax.plot(x, ys, marker="o", ms=3, lw=1.6, color=cmap(i % 10), zorder=2, label=n)
         ys = [value.get(("cupy.matmul", *s), float("nan")) for s in shapes]
-        ax.plot(x, ys, color="black", lw=3, label="cupy.matmul (cuBLAS)")
+        ax.plot(x, ys, color="black", lw=3, zorder=3, label="cupy.matmul (cuBLAS)")
         ax.set_xticks(list(x))
         ax.set_xticklabels([f"{m}x{n}x{k}" for m, n, k in shapes], rotation=60, ha="right", fontsize=7)
         ax.set_ylabel("TFLOP/s")
         ax.set_title(title, fontsize=10)
-        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
