@@ -163,9 +163,17 @@ class Variant:
                 f"this GPU allows {limit}")
 
     def check_arch(self, cc: int) -> None:
-        """Raise RuntimeError when a GPU of compute capability `cc` (e.g. 90) is too old."""
+        """Raise RuntimeError when a GPU of compute capability `cc` (e.g. 90) cannot run this variant:
+        older than min_arch, or, for variants built only for arch-specific targets such as sm_90a
+        (wgmma, setmaxnreg), any chip other than those targets."""
         if cc < self.min_arch:
             raise RuntimeError(
                 f"{self.name} needs compute capability >= {self.min_arch // 10}.{self.min_arch % 10} "
                 f"(sm_{self.min_arch}); this GPU is sm_{cc}"
+            )
+        targets = [toolkit.parse_arch(a) for a in self.archs]
+        if all(suffix for _, suffix in targets) and cc not in [n for n, _ in targets]:
+            raise RuntimeError(
+                f"{self.name} is built for {', '.join(self.archs)} only (arch-specific instructions); "
+                f"this GPU is sm_{cc}"
             )

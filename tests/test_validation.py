@@ -98,6 +98,15 @@ def test_arch_check():
         T8.check_arch(75)
 
 
+def test_arch_specific_variants_run_only_on_their_chip():
+    import dataclasses
+
+    v = dataclasses.replace(T8, name="hopper_only", archs=("sm_90a",), min_arch=90)
+    v.check_arch(90)
+    with pytest.raises(RuntimeError, match="built for sm_90a only"):
+        v.check_arch(100)
+
+
 def test_shared_memory_limit():
     big = [v for v in cugemm.variants() if v.smem_dynamic > 48 * 1024]
     assert big, "some variant uses dynamic shared memory beyond 48 KB"
