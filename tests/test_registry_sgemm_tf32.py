@@ -25,7 +25,27 @@ def test_fast_aliases():
     assert v.math == "wmma" and v.param_dict["SHARED_LD"]
 
 
-@pytest.mark.parametrize("v", FAMILY, ids=lambda v: v.name)
+@pytest.mark.parametrize("v", [v for v in FAMILY if v.math == "wgmma"], ids=lambda v: v.name)
+def test_wgmma_record(v):
+    """The Hopper rung (03_wgmma_m64nNk8_rs.cu): sm_90a only, BK 32, 64 columns per warpgroup."""
+    p = v.param_dict
+    assert (v.dtype_in, v.dtype_out, v.dtype_acc) == ("float32",) * 3
+    assert v.math_dtype == "tfloat32" and v.seed == "003" and v.headers == ("mma.h", "crt/mma.h")
+    assert v.archs == ("sm_90a",) and v.min_arch == 90
+    assert v.name.startswith("sgemm_wgmma_m64n%dk8_" % p["BM"]) and v.template == "sgemm_wgmma_tf32_rs"
+    assert [k for k, _ in v.params] == ["BM", "WGS", "STAGES", "A_ROUND"]
+    assert p["BM"] in (128, 256) and p["STAGES"] >= 3 and f"_stage{p['STAGES']}" in v.name
+    bn = 64 * p["WGS"]
+    assert v.tile == (p["BM"], bn, 32) and v.multiple_of == v.tile and v.align == 16
+    assert v.block == (128 * p["WGS"], 1, 1) and v.extra_args(4096, 4096, 4096) == ()
+    smem = p["STAGES"] * (p["BM"] * 32 + 32 * (bn + 8)) * 4 + 1024
+    assert v.smem_dynamic == smem <= 227 * 1024
+    assert v.grid(4096, 4096) == (4096 // bn, 4096 // p["BM"], 1)
+    # A_ROUND: 0 truncated by the tensor cores, 1 rounded in place in shared memory, 2 via registers
+    assert p["A_ROUND"] == (0 if v.name.endswith("_trunc") else 2 if v.name.endswith("_ldg") else 1)
+
+
+@pytest.mark.parametrize("v", [v for v in FAMILY if v.math != "wgmma"], ids=lambda v: v.name)
 def test_tf32_record(v):
     p = v.param_dict
     assert (v.dtype_in, v.dtype_out, v.dtype_acc) == ("float32",) * 3
@@ -69,7 +89,7 @@ def test_swizzle_stride_rule(N, stride):
     assert sgemm_tf32.swizzle_stride(v, N) == stride
 
 
-@pytest.mark.parametrize("v", [v for v in FAMILY if v.param_dict["SWIZZLE"]], ids=lambda v: v.name)
+@pytest.mark.parametrize("v", [v for v in FAMILY if v.param_dict.get("SWIZZLE")], ids=lambda v: v.name)
 @pytest.mark.parametrize("M,N", [(128, 128), (384, 256), (2048, 1536), (4096, 4096), (1024, 4224),
                                  (256, 8192)])
 def test_swizzle_grid_covers_each_tile_once(v, M, N):

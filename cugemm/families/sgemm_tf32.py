@@ -1,6 +1,6 @@
 """TF32 tensor-core SGEMM: float32 in and out, TF32 multiplies, fp32 accumulate (seed 003).
 
-Two kernel templates, one per algorithm:
+Three kernel templates, one per algorithm:
   kernels/sgemm_tf32/01_wmma_m16n16k8_stages.cu  sgemm_wmma_tf32_stages (math "wmma"): the notes'
       WMMA kernel, a multistage cp.async pipeline whose warp layout, fragments per warp, K-tile
       depth, stages, padding, fragment-load form, dynamic shared memory and block swizzle are
@@ -10,6 +10,13 @@ Two kernel templates, one per algorithm:
       pipeline issuing PTX mma.sync.m16n8k8 itself. ptxas lowers every TF32 wmma m16n16k8 MMA to
       four HMMA.1684 (m16n8k4), which on Hopper caps WMMA TF32 at ~125 TFLOP/s on an H200 (30% of
       cuBLAS TF32) whatever the tiles; mma.sync m16n8k8 is one HMMA.1688 per 16x8x8.
+  kernels/sgemm_tf32/03_wgmma_m64nNk8_rs.cu     sgemm_wgmma_tf32_rs (math "wgmma", sm_90a only):
+      Hopper wgmma m64nNk8 computing C^T = B^T A^T per warpgroup, so that the shared-memory
+      operand is A row-major (K-major, as wgmma .tf32 requires; 128-byte swizzle) and B comes
+      through registers ("rs"). Names: sgemm_wgmma_m64n{BM}k8_rs_wg{WGS}_stage{STAGES}; A is
+      rounded to TF32 in shared memory (A_ROUND 1), `_ldg` through registers (A_ROUND 2), `_trunc`
+      not at all (A_ROUND 0: the tensor cores truncate it; rel. error 4.7e-4 instead of 2.9e-4,
+      inside the 2e-3 tolerance).
 
 Names: the notes' kernel sgemm_wmma_m16n16k8_mma4x2_warp2x4_stages (4x2 warps, 2x4 fragments of
 16x16 each, K-tile 8), one variant per configuration the notes benchmark: `_stage2` / `_stage3`
@@ -33,8 +40,10 @@ pass 0, which the kernel ignores.
 
 Measured on an H200 (CuPy 14.2, CUDA 13, 2026-11-22), 4096^3, cupy.matmul TF32 405 TFLOP/s in the
 same run: notes' rungs 60-62 TFLOP/s (stage3_offset 67), WMMA 64x64-warp rungs 118-125 (generic
-loads 88), mma.sync rungs 157-176 (sgemm_tf32_fast: 176, 43.5%). Relative error 2.9e-4 for all,
-the same as cuBLAS TF32.
+loads 88), mma.sync rungs 157-176 (176, 43.5%). Relative error 2.9e-4 for all, the same as cuBLAS
+TF32. wgmma rungs (2026-11-22, cuBLAS TF32 397.5 at 4096^3 / 317.2 at 4096x4096x1024 in the same
+run): m64n256k8 _trunc 322.6 / 290.4 (81% / 92%; sgemm_tf32_fast), A rounded in place 200.7 / 195.0,
+_ldg 177.0 / 175.6, m64n128k8 152-256.
 """
 from __future__ import annotations
 
@@ -116,6 +125,23 @@ def _mma_tf32(name, *, WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK, STAGES, A_PAD=4, 
         **dict(TF32, math="mma"), **kw)
 
 
+WGMMA_SOURCE = "sgemm_tf32/03_wgmma_m64nNk8_rs.cu"
+WGMMA_TEMPLATE = "sgemm_wgmma_tf32_rs"
+
+
+def _wgmma_tf32(name, *, BM, WGS, STAGES, A_ROUND, doc, **kw):
+    """The Hopper wgmma rung (sm_90a only): C^T = B^T A^T per warpgroup, wgmma m64n{BM}k8 with the
+    B slice from registers and the A tile from 128-byte-swizzled shared memory; BK fixed at 32."""
+    BK, BN = 32, 64 * WGS
+    smem = STAGES * (BM * BK + BK * (BN + 8)) * 4 + 1024  # + slack to align the base to 1024 B
+    return Variant(
+        name=name, family="sgemm_tf32", source=WGMMA_SOURCE, template=WGMMA_TEMPLATE,
+        params=(("BM", BM), ("WGS", WGS), ("STAGES", STAGES), ("A_ROUND", A_ROUND)),
+        tile=(BM, BN, BK), block=(128 * WGS, 1, 1), multiple_of=(BM, BN, BK), align=16,
+        min_arch=90, archs=("sm_90a",), smem_dynamic=smem, headers=HEADERS, seed="003", doc=doc,
+        **dict(TF32, math="wgmma"), **kw)
+
+
 # The notes' configuration: 4x2 warps of 2x4 fragments (32x64 per warp), 128x128 block, K-tile 8,
 # no padding.
 _NOTES = dict(WARPS_M=4, WARPS_N=2, FRAGS_M=2, FRAGS_N=4, BK=8)
@@ -174,7 +200,7 @@ VARIANTS: tuple[Variant, ...] = (
                doc="128x256x32, 3 stages, with block swizzle"),
     # ---- above WMMA: mma.sync m16n8k8 (HMMA.1688; wmma's tf32 m16n16k8 is four HMMA.1684) -------
     _mma_tf32("sgemm_mma_m16n8k8_mma2x2_warp4x8x4_stage3_offset_dsmem", WARPS_M=2, WARPS_N=2,
-              FRAGS_M=4, FRAGS_N=8, BK=32, STAGES=3, aliases=("sgemm_tf32_fast",),
+              FRAGS_M=4, FRAGS_N=8, BK=32, STAGES=3,
               doc="mma.sync tf32, 128x128x32 block of 2x2 warps of 64x64, 3 stages: 2 blocks per SM"),
     _mma_tf32("sgemm_mma_m16n8k8_mma2x4_warp4x8x2_stage4_offset_dsmem", WARPS_M=2, WARPS_N=4,
               FRAGS_M=4, FRAGS_N=8, BK=16, STAGES=4,
@@ -191,4 +217,22 @@ VARIANTS: tuple[Variant, ...] = (
     _mma_tf32("sgemm_mma_m16n8k8_mma2x4_warp4x8x4_stage3_offset_dsmem_swizzle", WARPS_M=2,
               WARPS_N=4, FRAGS_M=4, FRAGS_N=8, BK=32, STAGES=3, SWIZZLE=True,
               doc="mma.sync tf32, 128x256x32, 3 stages, block swizzle"),
+    # ---- above mma.sync: Hopper wgmma (sm_90a), roles swapped (see 03_wgmma_m64nNk8_rs.cu) -------
+    _wgmma_tf32("sgemm_wgmma_m64n256k8_rs_wg2_stage4", BM=256, WGS=2, STAGES=4, A_ROUND=1,
+                doc="wgmma tf32 m64n256k8, 256x128x32 block of 2 warpgroups, 4 stages (197 KB), "
+                    "A rounded in place in shared memory (both operands cvt.rna)"),
+    _wgmma_tf32("sgemm_wgmma_m64n256k8_rs_wg2_stage4_trunc", BM=256, WGS=2, STAGES=4,
+                A_ROUND=0, aliases=("sgemm_tf32_fast",),
+                doc="the same with A left as float32 bits in shared memory: the tensor cores "
+                    "truncate it to TF32 (rel. error 4.7e-4 vs 2.9e-4); the fastest, 81% of cuBLAS"),
+    _wgmma_tf32("sgemm_wgmma_m64n256k8_rs_wg2_stage4_ldg", BM=256, WGS=2, STAGES=4, A_ROUND=2,
+                doc="A rounded on its way in: 16-byte loads to registers one K-tile ahead, "
+                    "cvt.rna, 16-byte stores to the swizzled tile (slower than in place)"),
+    _wgmma_tf32("sgemm_wgmma_m64n128k8_rs_wg2_stage3", BM=128, WGS=2, STAGES=3, A_ROUND=1,
+                doc="wgmma tf32 m64n128k8, 128x128x32 block of 2 warpgroups, 3 stages (100 KB): "
+                    "2 blocks per SM"),
+    _wgmma_tf32("sgemm_wgmma_m64n128k8_rs_wg2_stage3_trunc", BM=128, WGS=2, STAGES=3,
+                A_ROUND=0, doc="stage3 with A truncated by the tensor cores (no rounding pass)"),
+    _wgmma_tf32("sgemm_wgmma_m64n128k8_rs_wg2_stage6", BM=128, WGS=2, STAGES=6, A_ROUND=1,
+                doc="wgmma tf32 m64n128k8, 128x128x32 block of 2 warpgroups, 6 stages (199 KB)"),
 )
