@@ -84,9 +84,10 @@ CUGEMM_DEVICE void cp_async_4(void* smem, const void* gmem) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(smem)), "l"(gmem));
 }
 CUGEMM_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-// Wait until at most N committed groups are still in flight.
+// Wait until at most N committed groups are still in flight. The memory clobber keeps the compiler
+// from moving shared-memory reads of the landed data above the wait.
 template <int N>
-CUGEMM_DEVICE void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+CUGEMM_DEVICE void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
 // ---- half / half2 ----------------------------------------------------------------------------
 // Helpers for the fp16 kernels. They name half and half2, so they exist only where the kernel

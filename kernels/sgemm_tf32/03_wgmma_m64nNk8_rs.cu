@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(WGS * 128, 1)
     cp_async_commit();
   }
   if (A_ROUND == 1) {
-    cugemm_wgmma::cp_async_wait_mem<PF - 1>();
+    cp_async_wait<PF - 1>();
     round_a(0);
     cugemm_wgmma::fence_proxy_async_shared();
   }
@@ -203,7 +203,7 @@ __global__ void __launch_bounds__(WGS * 128, 1)
   // K-tile kt (ring stage s = kt % STAGES)
   auto step = [&](const int kt, const int s) __attribute__((always_inline)) {
     if (A_ROUND != 1) {
-      cugemm_wgmma::cp_async_wait_mem<PF - 1>();  // this thread's copies of K-tile kt have landed
+      cp_async_wait<PF - 1>();  // this thread's copies of K-tile kt have landed
       cugemm_wgmma::fence_proxy_async_shared();
     }
     // (A_ROUND == 1: this thread rounded and fenced its K-tile kt chunks at the end of step kt - 1)
@@ -240,7 +240,7 @@ __global__ void __launch_bounds__(WGS * 128, 1)
     if (A_ROUND == 1) {
       // while the tensor cores run K-tile kt: round this thread's chunks of K-tile kt + 1 (its
       // stage is neither read by a pending wgmma nor refilled before the next barrier)
-      cugemm_wgmma::cp_async_wait_mem<PF - 1>();  // committed: K-tiles <= kt + PF; kt + 1 landed
+      cp_async_wait<PF - 1>();  // committed: K-tiles <= kt + PF; kt + 1 landed
       if (kt + 1 < num_kt) round_a(s + 1 == STAGES ? 0 : s + 1);
       cugemm_wgmma::fence_proxy_async_shared();
     }

@@ -48,12 +48,6 @@ __device__ __forceinline__ void wait_group() {
 __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
-// cp.async.wait_group with a memory clobber (common.cuh's has none), for the ROUND_A pass that
-// reads the landed chunks right after it, with no barrier in between.
-template <int N>
-__device__ __forceinline__ void cp_async_wait_mem() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 // Keep the compiler from moving ordinary code across an accumulator while a wgmma owns it.
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 
