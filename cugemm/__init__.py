@@ -32,8 +32,9 @@ def compile(names=None, arch: str | None = None, *, workers: int = 2) -> list[Co
 
     names  None (every variant), a glob string ('sgemm_t_8x8*'), or a list of names
     arch   'sm_80', 'sm_90', 'sm_90a', ...; None: the current GPU's arch, or sm_90 without a GPU.
-           A variant compiles only for archs it claims: with arch=None an sm_90a-only variant uses
-           sm_90a; asking a variant for an arch it does not claim raises ValueError.
+           The arch names a chip: each variant compiles for the target it claims on that chip (an
+           sm_90a-only wgmma variant uses sm_90a under 'sm_90'); a variant with no claim on the chip
+           (e.g. a Hopper-only variant under 'sm_80') raises ValueError.
     Raises CompileError (variant name + NVRTC log) on the first failure.
     """
     from . import jit, toolkit
@@ -48,12 +49,13 @@ def compile(names=None, arch: str | None = None, *, workers: int = 2) -> list[Co
     number, suffix = toolkit.parse_arch(target)
 
     def arch_for(v):
+        # the arch names a chip: each variant compiles for its own claim on it (sm_90 -> sm_90a
+        # for wgmma variants, sm_90a -> sm_90 for the portable ones)
         if target in v.archs:
             return target
-        if arch is None:  # default arch: take the variant's claim for this chip (sm_90 -> sm_90a)
-            for claim in v.archs:
-                if toolkit.parse_arch(claim)[0] == number:
-                    return claim
+        for claim in v.archs:
+            if toolkit.parse_arch(claim)[0] == number:
+                return claim
         raise ValueError(f"{v.name} claims {', '.join(v.archs)}, not {target}")
 
     jobs = [(v, arch_for(v)) for v in chosen]

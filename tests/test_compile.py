@@ -66,6 +66,12 @@ def test_compile_error_carries_name_and_log(monkeypatch):
 def test_arch_not_claimed_is_refused():
     with pytest.raises(ValueError, match="claims"):
         cugemm.compile(["sgemm_naive_f32"], arch="sm_75")
+    hopper = [v for v in cugemm.variants() if v.archs == ("sm_90a",)]
+    if hopper:
+        with pytest.raises(ValueError, match="claims sm_90a, not sm_80"):
+            cugemm.compile([hopper[0].name], arch="sm_80")
+        # under the chip's plain name it compiles for its arch-specific target
+        assert cugemm.compile([hopper[0].name], arch="sm_90")[0].arch == "sm_90a"
 
 
 def test_compile_by_glob_returns_reports():
