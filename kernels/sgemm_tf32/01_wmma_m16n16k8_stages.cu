@@ -190,55 +190,21 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, wmma_tf32_min_blocks(F
 #pragma unroll
     for (int j = 0; j < FRAGS_N; ++j) wmma::fill_fragment(acc[i][j], 0.f);
 
-  // ---- prologue: K-tiles 0 .. STAGES-1 in flight (every stage is free), wait for K-tile 0 -------
-  // Group accounting: every issue point commits one group (empty past the last K-tile), so at the
-  // barrier that publishes K-tile t >= 1 the groups committed are K-tiles 0 .. t + STAGES - 2, and
-  // cp_async_wait<STAGES - 2> leaves only the newer ones in flight (for t = 0: STAGES - 1).
+  // ---- the pipeline: the cp.async ring of tf32.cuh -----------------------------------------------
+  cugemm_tf32::ring_pipeline<STAGES, KSTEPS>(
+      num_kt, issue, load_frags,
+      [&](int p) __attribute__((always_inline)) {
 #pragma unroll
-  for (int s = 0; s < STAGES; ++s) {
-    if (s < num_kt) issue(s);
-    cp_async_commit();
-  }
-  cp_async_wait<STAGES - 1>();
-  __syncthreads();
-  load_frags(0, 0, 0);
-
-  int rd = 0;  // ring stage of the K-tile being computed
-
-  // One K-tile. On entry fragment set 0 holds its k step 0. With has_next it ends with the
-  // next K-tile published and its k step 0 in fragment set 0.
-  auto tile = [&](const int kt, const bool has_next) __attribute__((always_inline)) {
+        for (int i = 0; i < FRAGS_M; ++i)
 #pragma unroll
-    for (int kk = 0; kk < KSTEPS; ++kk) {
-      const int p = kk & 1;
-      if (kk + 1 < KSTEPS) {
-        load_frags(rd, kk + 1, p ^ 1);
-      } else if (has_next) {
-        // K-tile kt + 1 has landed (this thread's copies), and after the barrier everyone's has,
-        // and every warp has loaded its last fragments of stage rd: K-tile kt + STAGES goes there.
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        if (kt + STAGES < num_kt) issue(rd);
-        cp_async_commit();
-        rd = (rd + 1 == STAGES) ? 0 : rd + 1;
-        load_frags(rd, 0, p ^ 1);
-      }
+          for (int j = 0; j < FRAGS_N; ++j) wmma::mma_sync(acc[i][j], fa[p][i], fb[p][j], acc[i][j]);
+      },
+      [&]() __attribute__((always_inline)) {
 #pragma unroll
-      for (int i = 0; i < FRAGS_M; ++i)
+        for (int i = 0; i < FRAGS_M; ++i) fa[0][i] = fa[1][i];
 #pragma unroll
-        for (int j = 0; j < FRAGS_N; ++j) wmma::mma_sync(acc[i][j], fa[p][i], fb[p][j], acc[i][j]);
-    }
-    if ((KSTEPS & 1) && has_next) {  // odd k steps: the next tile's step 0 went to set 1
-#pragma unroll
-      for (int i = 0; i < FRAGS_M; ++i) fa[0][i] = fa[1][i];
-#pragma unroll
-      for (int j = 0; j < FRAGS_N; ++j) fb[0][j] = fb[1][j];
-    }
-  };
-
-  int kt = 0;
-  for (; kt < num_kt - 1; ++kt) tile(kt, true);
-  tile(kt, false);  // kt == num_kt - 1
+        for (int j = 0; j < FRAGS_N; ++j) fb[0][j] = fb[1][j];
+      });
 
   // ---- epilogue: fragment -> per-warp shared scratch -> 16-byte stores to C ---------------------
   cp_async_wait<0>();  // only empty groups can be left, but leave none

@@ -158,52 +158,25 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
 
-  // ---- the pipeline: exactly 01's (see there for the cp.async group accounting) -----------------
+  // ---- the pipeline: the cp.async ring of tf32.cuh, as in 01 ------------------------------------
+  cugemm_tf32::ring_pipeline<STAGES, KSTEPS>(
+      num_kt, issue, load_frags,
+      [&](int p) __attribute__((always_inline)) {
 #pragma unroll
-  for (int s = 0; s < STAGES; ++s) {
-    if (s < num_kt) issue(s);
-    cp_async_commit();
-  }
-  cp_async_wait<STAGES - 1>();
-  __syncthreads();
-  load_frags(0, 0, 0);
-
-  int rd = 0;  // ring stage of the K-tile being computed
-
-  auto tile = [&](const int kt, const bool has_next) __attribute__((always_inline)) {
+        for (int i = 0; i < FRAGS_M; ++i)
 #pragma unroll
-    for (int kk = 0; kk < KSTEPS; ++kk) {
-      const int p = kk & 1;
-      if (kk + 1 < KSTEPS) {
-        load_frags(rd, kk + 1, p ^ 1);
-      } else if (has_next) {
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        if (kt + STAGES < num_kt) issue(rd);
-        cp_async_commit();
-        rd = (rd + 1 == STAGES) ? 0 : rd + 1;
-        load_frags(rd, 0, p ^ 1);
-      }
+          for (int j = 0; j < FRAGS_N; ++j) cugemm_tf32::mma_m16n8k8_tf32(acc[i][j], fa[p][i], fb[p][j]);
+      },
+      [&]() __attribute__((always_inline)) {
 #pragma unroll
-      for (int i = 0; i < FRAGS_M; ++i)
+        for (int i = 0; i < FRAGS_M; ++i)
 #pragma unroll
-        for (int j = 0; j < FRAGS_N; ++j) cugemm_tf32::mma_m16n8k8_tf32(acc[i][j], fa[p][i], fb[p][j]);
-    }
-    if ((KSTEPS & 1) && has_next) {  // odd k steps: the next tile's step 0 went to set 1
+          for (int e = 0; e < 4; ++e) fa[0][i][e] = fa[1][i][e];
 #pragma unroll
-      for (int i = 0; i < FRAGS_M; ++i)
+        for (int j = 0; j < FRAGS_N; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) fa[0][i][e] = fa[1][i][e];
-#pragma unroll
-      for (int j = 0; j < FRAGS_N; ++j)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) fb[0][j][e] = fb[1][j][e];
-    }
-  };
-
-  int kt = 0;
-  for (; kt < num_kt - 1; ++kt) tile(kt, true);
-  tile(kt, false);  // kt == num_kt - 1
+          for (int e = 0; e < 2; ++e) fb[0][j][e] = fb[1][j][e];
+      });
 
   // ---- epilogue: accumulators straight to C, float2 per row pair ------------------------------
   // (no pending copies can remain: the last issues were for K-tiles < num_kt, long waited for)
