@@ -22,7 +22,7 @@ def test_notes_names_registered_in_order():
 def test_fast_aliases():
     assert get_variant("sgemm_tf32_fast").family == "sgemm_tf32"
     v = get_variant("sgemm_tf32_wmma_fast")  # the fastest WMMA rung
-    assert v.math == "wmma" and v.param_dict["SHARED_LD"]
+    assert v.math == "wmma" and v.param_dict["SHARED_LD"] and not v.param_dict["ROUND"]
 
 
 @pytest.mark.parametrize("v", [v for v in FAMILY if v.math == "wgmma"], ids=lambda v: v.name)
@@ -56,12 +56,12 @@ def test_tf32_record(v):
         assert v.name.startswith("sgemm_wmma_m16n16k8_") and v.template == "sgemm_wmma_tf32_stages"
         assert [k for k, _ in v.params] == ["WARPS_M", "WARPS_N", "FRAGS_M", "FRAGS_N", "BK",
                                             "STAGES", "A_PAD", "B_PAD", "SHARED_LD", "DSMEM",
-                                            "SWIZZLE"]
+                                            "SWIZZLE", "ROUND"]
         bm, bn = 16 * p["FRAGS_M"] * p["WARPS_M"], 16 * p["FRAGS_N"] * p["WARPS_N"]
     else:  # 16 x 8 mma.sync tiles, the ring always in dynamic shared memory
         assert v.name.startswith("sgemm_mma_m16n8k8_") and v.template == "sgemm_mma_tf32_stages"
         assert [k for k, _ in v.params] == ["WARPS_M", "WARPS_N", "FRAGS_M", "FRAGS_N", "BK",
-                                            "STAGES", "A_PAD", "B_PAD", "SWIZZLE"]
+                                            "STAGES", "A_PAD", "B_PAD", "SWIZZLE", "ROUND"]
         bm, bn = 16 * p["FRAGS_M"] * p["WARPS_M"], 8 * p["FRAGS_N"] * p["WARPS_N"]
         p = dict(p, DSMEM=True)
     assert v.tile == (bm, bn, p["BK"]) and v.multiple_of == v.tile and v.align == 16
@@ -79,6 +79,7 @@ def test_tf32_record(v):
         assert p["SWIZZLE"]
     if "_dsmem" in v.name:
         assert p["DSMEM"]
+    assert p["ROUND"] == (not v.name.endswith("_trunc"))  # _trunc: the tensor cores truncate
     assert v.min_arch == (80 if smem <= 163 * 1024 else 90)
 
 

@@ -5,11 +5,15 @@ Three kernel templates, one per algorithm:
       WMMA kernel, a multistage cp.async pipeline whose warp layout, fragments per warp, K-tile
       depth, stages, padding, fragment-load form, dynamic shared memory and block swizzle are
       template arguments. The inputs are rounded to TF32 on the fragments inside the kernel
-      (wmma::__float_to_tf32 after the load; the notes run a separate conversion kernel first).
+      (wmma::__float_to_tf32 after the load; the notes run a separate conversion kernel first),
+      or, with ROUND off (`_trunc`), handed to the tensor cores as float32 bits, which truncate
+      them (rel. error ~8e-4 instead of ~3e-4, inside the 2e-3 tolerance).
   kernels/sgemm_tf32/02_mma_m16n8k8_stages.cu    sgemm_mma_tf32_stages (math "mma"): the same
-      pipeline issuing PTX mma.sync.m16n8k8 itself. ptxas lowers every TF32 wmma m16n16k8 MMA to
-      four HMMA.1684 (m16n8k4), which on Hopper caps WMMA TF32 at ~125 TFLOP/s on an H200 (30% of
-      cuBLAS TF32) whatever the tiles; mma.sync m16n8k8 is one HMMA.1688 per 16x8x8.
+      pipeline issuing PTX mma.sync.m16n8k8 itself (and the same ROUND). ptxas lowers every TF32
+      wmma m16n16k8 MMA to four HMMA.1684 (m16n8k4), whose issue rate caps any WMMA TF32 GEMM on
+      an H200 at 224-237 TFLOP/s, 60-64% of cuBLAS TF32, even with no loads at all
+      (scripts/tc_peak.py); the GEMMs reach 124 (rounded) and 143 (`_trunc`). mma.sync m16n8k8
+      is one HMMA.1688 per 16x8x8 (ceiling 255-316).
   kernels/sgemm_tf32/03_wgmma_m64nNk8_rs.cu     sgemm_wgmma_tf32_rs (math "wgmma", sm_90a only):
       Hopper wgmma m64nNk8 computing C^T = B^T A^T per warpgroup, so that the shared-memory
       operand is A row-major (K-major, as wgmma .tf32 requires; 128-byte swizzle) and B comes
@@ -27,9 +31,11 @@ warp and C k steps of 8 per K-tile (BK = 8 * C, the notes' `warp4x4x2` spelling 
 `_stage4`, `_offset` for padded shared rows (A rows + 4 floats, B rows + 8: conflict-free fragment
 loads; the notes' rungs keep their padding of 0), `_generic` for the one WMMA rung above the notes
 that loads fragments through wmma::load_matrix_sync's generic address (the others use the same
-wmma.load with the .shared state space: SHARED_LD), and `sgemm_mma_m16n8k8_*` for the mma.sync
-rungs (FRAGS_N counts 16x8 tiles there, so a 64x64 warp tile is `warp4x8`).
-Aliases: `sgemm_tf32_fast` (fastest of the family), `sgemm_tf32_wmma_fast` (fastest WMMA rung).
+wmma.load with the .shared state space: SHARED_LD), `_trunc` for ROUND off (the tensor cores
+truncate float32 to TF32), and `sgemm_mma_m16n8k8_*` for the mma.sync rungs (FRAGS_N counts 16x8
+tiles there, so a 64x64 warp tile is `warp4x8`).
+Aliases: `sgemm_tf32_fast` (fastest of the family), `sgemm_tf32_wmma_fast` (fastest WMMA rung);
+both are `_trunc` variants.
 
 Block swizzle rule (the notes' default, from their benchmark driver): swizzle_stride = N / 4 rounded
 down to a multiple of 256 (1024 for N = 4096, 2048 for N = 8192); when that is under 256 the grid
@@ -84,7 +90,7 @@ def _no_swizzle_args(v: Variant, M: int, N: int, K: int) -> tuple:
 
 
 def _wmma_tf32(name, *, WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK=8, STAGES, A_PAD=0, B_PAD=0,
-               SHARED_LD=False, DSMEM=False, SWIZZLE=False, doc, **kw):
+               SHARED_LD=False, DSMEM=False, SWIZZLE=False, ROUND=True, doc, **kw):
     BM, BN = 16 * FRAGS_M * WARPS_M, 16 * FRAGS_N * WARPS_N
     smem = STAGES * (BM * (BK + A_PAD) + BK * (BN + B_PAD)) * 4
     if not DSMEM and smem > 48 * 1024:
@@ -95,7 +101,8 @@ def _wmma_tf32(name, *, WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK=8, STAGES, A_PAD=
         name=name, family="sgemm_tf32", source=SOURCE, template=TEMPLATE,
         params=(("WARPS_M", WARPS_M), ("WARPS_N", WARPS_N), ("FRAGS_M", FRAGS_M),
                 ("FRAGS_N", FRAGS_N), ("BK", BK), ("STAGES", STAGES), ("A_PAD", A_PAD),
-                ("B_PAD", B_PAD), ("SHARED_LD", SHARED_LD), ("DSMEM", DSMEM), ("SWIZZLE", SWIZZLE)),
+                ("B_PAD", B_PAD), ("SHARED_LD", SHARED_LD), ("DSMEM", DSMEM), ("SWIZZLE", SWIZZLE),
+                ("ROUND", ROUND)),
         tile=(BM, BN, BK), block=(32 * WARPS_M * WARPS_N, 1, 1),
         multiple_of=(BM, BN, BK), align=16, min_arch=min_arch, archs=("sm_80", "sm_90"),
         smem_dynamic=smem if DSMEM else 0, headers=HEADERS, seed="003", doc=doc,
@@ -108,7 +115,7 @@ MMA_TEMPLATE = "sgemm_mma_tf32_stages"
 
 
 def _mma_tf32(name, *, WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK, STAGES, A_PAD=4, B_PAD=8,
-              SWIZZLE=False, doc, **kw):
+              SWIZZLE=False, ROUND=True, doc, **kw):
     """The mma.sync m16n8k8 rung: FRAGS_M x FRAGS_N tiles of 16 x 8 per warp, always dynamic smem."""
     BM, BN = 16 * FRAGS_M * WARPS_M, 8 * FRAGS_N * WARPS_N
     smem = STAGES * (BM * (BK + A_PAD) + BK * (BN + B_PAD)) * 4
@@ -116,7 +123,7 @@ def _mma_tf32(name, *, WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK, STAGES, A_PAD=4, 
         name=name, family="sgemm_tf32", source=MMA_SOURCE, template=MMA_TEMPLATE,
         params=(("WARPS_M", WARPS_M), ("WARPS_N", WARPS_N), ("FRAGS_M", FRAGS_M),
                 ("FRAGS_N", FRAGS_N), ("BK", BK), ("STAGES", STAGES), ("A_PAD", A_PAD),
-                ("B_PAD", B_PAD), ("SWIZZLE", SWIZZLE)),
+                ("B_PAD", B_PAD), ("SWIZZLE", SWIZZLE), ("ROUND", ROUND)),
         tile=(BM, BN, BK), block=(32 * WARPS_M * WARPS_N, 1, 1),
         multiple_of=(BM, BN, BK), align=16, min_arch=80 if smem <= SMEM_MAX_SM80 else 90,
         archs=("sm_80", "sm_90"), smem_dynamic=smem, headers=HEADERS, seed="003", doc=doc,
@@ -187,7 +194,7 @@ VARIANTS: tuple[Variant, ...] = (
                **dict(_W128x256, SHARED_LD=False), BK=16, STAGES=4, DSMEM=True,
                doc="the same through wmma::load_matrix_sync (generic addresses: 64-bit LD, not LDS)"),
     _wmma_tf32("sgemm_wmma_m16n16k8_mma2x4_warp4x4x4_stage3_offset_dsmem", **_W128x256, BK=32,
-               STAGES=3, DSMEM=True, aliases=("sgemm_tf32_wmma_fast",),
+               STAGES=3, DSMEM=True,
                doc="128x256x32 block of 2x4 warps of 64x64, 3 stages (153 KB)"),
     _wmma_tf32("sgemm_wmma_m16n16k8_mma2x4_warp4x4x4_stage4_offset_dsmem", **_W128x256, BK=32,
                STAGES=4, DSMEM=True,
@@ -198,6 +205,10 @@ VARIANTS: tuple[Variant, ...] = (
     _wmma_tf32("sgemm_wmma_m16n16k8_mma2x4_warp4x4x4_stage3_offset_dsmem_swizzle", **_W128x256,
                BK=32, STAGES=3, DSMEM=True, SWIZZLE=True,
                doc="128x256x32, 3 stages, with block swizzle"),
+    _wmma_tf32("sgemm_wmma_m16n16k8_mma2x4_warp4x4x4_stage3_offset_dsmem_trunc", **_W128x256,
+               BK=32, STAGES=3, DSMEM=True, ROUND=False, aliases=("sgemm_tf32_wmma_fast",),
+               doc="128x256x32, 3 stages, fragments not rounded: the tensor cores truncate them "
+                   "to TF32 (rel. error ~8e-4 vs ~3e-4)"),
     # ---- above WMMA: mma.sync m16n8k8 (HMMA.1688; wmma's tf32 m16n16k8 is four HMMA.1684) -------
     _mma_tf32("sgemm_mma_m16n8k8_mma2x2_warp4x8x4_stage3_offset_dsmem", WARPS_M=2, WARPS_N=2,
               FRAGS_M=4, FRAGS_N=8, BK=32, STAGES=3,
@@ -217,6 +228,10 @@ VARIANTS: tuple[Variant, ...] = (
     _mma_tf32("sgemm_mma_m16n8k8_mma2x4_warp4x8x4_stage3_offset_dsmem_swizzle", WARPS_M=2,
               WARPS_N=4, FRAGS_M=4, FRAGS_N=8, BK=32, STAGES=3, SWIZZLE=True,
               doc="mma.sync tf32, 128x256x32, 3 stages, block swizzle"),
+    _mma_tf32("sgemm_mma_m16n8k8_mma2x4_warp4x8x4_stage3_offset_dsmem_trunc", WARPS_M=2,
+              WARPS_N=4, FRAGS_M=4, FRAGS_N=8, BK=32, STAGES=3, ROUND=False,
+              doc="mma.sync tf32, 128x256x32, 3 stages, fragments not rounded: the tensor cores "
+                  "truncate them to TF32 (rel. error ~8e-4 vs ~3e-4)"),
     # ---- above mma.sync: Hopper wgmma (sm_90a), roles swapped (see 03_wgmma_m64nNk8_rs.cu) -------
     _wgmma_tf32("sgemm_wgmma_m64n256k8_rs_wg2_stage4", BM=256, WGS=2, STAGES=4, A_ROUND=1,
                 doc="wgmma tf32 m64n256k8, 256x128x32 block of 2 warpgroups, 4 stages (197 KB), "

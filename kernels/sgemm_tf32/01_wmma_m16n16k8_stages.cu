@@ -40,17 +40,23 @@
 //     wmma.load, which ptxas turns into a 64-bit address computation plus a generic LD per
 //     fragment element; with SHARED_LD the same wmma.load is issued with the .shared state space
 //     (tf32.cuh), i.e. a 32-bit address and an LDS per element (88 -> 119 TFLOP/s on an H200).
+// 10. ROUND: with ROUND the fragments are rounded to TF32 (item 2); without it (`_trunc`) the
+//     float32 bits go to the MMA as they are and the tensor cores use only their top 19 bits, i.e.
+//     truncate (rel. error ~5e-4 instead of ~3e-4, inside the TF32 tolerance). The rounding is
+//     cvt.rna per element, which ptxas emits as FSETP + IADD: a quarter of the loop's instructions.
 //
 // What bounds it: ptxas lowers each TF32 wmma m16n16k8 mma_sync to four HMMA.1684 (m16n8k4), for
-// every layout combination (checked in the SASS of sm_80 and sm_90 builds). With 64 x 64 warp
-// tiles every configuration measured 118-125 TFLOP/s on an H200 at 4096^3 (cuBLAS TF32: 405),
-// whatever the block tile, stages or swizzle, with the issue slots only ~40% busy, while the same
-// pipeline issuing mma.sync.m16n8k8 (HMMA.1688; 02_mma_m16n8k8_stages.cu) reaches 176: HMMA.1684
-// evidently runs at a lower TF32 rate than HMMA.1688 on Hopper (inferred, not micro-benchmarked).
+// every layout combination and for sm_80, sm_89 and sm_90 alike (checked in the SASS). On Hopper
+// that instruction caps WMMA TF32 well below cuBLAS: scripts/tc_peak.py, issuing wmma.mma from
+// registers with no loads at all, measured 224 TFLOP/s with 8 warps per SM and at most 237 with
+// 64 (mma.sync m16n8k8, one HMMA.1688: 255-316; wgmma: 403-477; cuBLAS TF32 at 4096^3: 371, all
+// one run on an H200). The GEMM runs 8 warps per SM at ~2.4 instructions per HMMA.1684 (the
+// wmma.load lowering recomputes an address per element: an IMAD or LEA beside each LDS) and
+// reaches 121 TFLOP/s rounded, 143 with `_trunc` (ROUND off), about 55-65% of that ceiling.
 //
 // Template parameters: WARPS_M x WARPS_N warps, FRAGS_M x FRAGS_N wmma fragments per warp (the
 // notes' "mma4x2" and "warp2x4"), BK the K-tile depth (a multiple of 8), STAGES (>= 2) buffers in
-// the ring, A_PAD / B_PAD floats of padding per shared row, SHARED_LD, DSMEM, SWIZZLE.
+// the ring, A_PAD / B_PAD floats of padding per shared row, SHARED_LD, DSMEM, SWIZZLE, ROUND.
 // Derived: BM = 16 * FRAGS_M * WARPS_M, BN = 16 * FRAGS_N * WARPS_N.
 //
 // Launch: block = (WARPS_M * WARPS_N * 32, 1, 1). Shared memory:
@@ -74,7 +80,7 @@
 __host__ __device__ constexpr int wmma_tf32_min_blocks(int frags) { return frags <= 8 ? 2 : 1; }
 
 template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int A_PAD,
-          int B_PAD, bool SHARED_LD, bool DSMEM, bool SWIZZLE>
+          int B_PAD, bool SHARED_LD, bool DSMEM, bool SWIZZLE, bool ROUND>
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, wmma_tf32_min_blocks(FRAGS_M * FRAGS_N))
     sgemm_wmma_tf32_stages(const float* __restrict__ a, const float* __restrict__ b,
                            float* __restrict__ c, int M, int N, int K, int swizzle_stride) {
@@ -157,7 +163,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, wmma_tf32_min_blocks(F
     b_next += BK * N;
   };
 
-  // ---- shared -> fragments, rounded to TF32 ------------------------------------------------------
+  // ---- shared -> fragments, rounded to TF32 (ROUND) ----------------------------------------------
   cugemm_tf32::FragA fa[2][FRAGS_M];
   cugemm_tf32::FragB fb[2][FRAGS_N];
   cugemm_tf32::FragC acc[FRAGS_M][FRAGS_N];
@@ -179,10 +185,12 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, wmma_tf32_min_blocks(F
       if (SHARED_LD) cugemm_tf32::load_matrix_sync_shared(fb[p][j], src, LDB);
       else wmma::load_matrix_sync(fb[p][j], src, LDB);
     }
+    if (ROUND) {
 #pragma unroll
-    for (int i = 0; i < FRAGS_M; ++i) cugemm_tf32::round_to_tf32(fa[p][i]);
+      for (int i = 0; i < FRAGS_M; ++i) cugemm_tf32::round_to_tf32(fa[p][i]);
 #pragma unroll
-    for (int j = 0; j < FRAGS_N; ++j) cugemm_tf32::round_to_tf32(fb[p][j]);
+      for (int j = 0; j < FRAGS_N; ++j) cugemm_tf32::round_to_tf32(fb[p][j]);
+    }
   };
 
 #pragma unroll

@@ -33,7 +33,9 @@
 //
 // Template parameters: WARPS_M x WARPS_N warps, each computing FRAGS_M x FRAGS_N mma tiles of
 // 16 x 8 (warp tile WM = 16 * FRAGS_M by WN = 8 * FRAGS_N), BK the K-tile depth (a multiple of 8),
-// STAGES (>= 2), A_PAD / B_PAD floats of padding per shared row, SWIZZLE (block swizzle, as in 01).
+// STAGES (>= 2), A_PAD / B_PAD floats of padding per shared row, SWIZZLE (block swizzle, as in 01),
+// ROUND (round the fragments to TF32; without it, `_trunc`, the tensor cores truncate the float32
+// bits, as in 01, and the FSETP + IADD pair per element is gone).
 // Derived: BM = WARPS_M * WM, BN = WARPS_N * WN.
 //
 // Launch: block = (WARPS_M * WARPS_N * 32, 1, 1); dynamic shared memory
@@ -48,7 +50,7 @@
 #include "tf32.cuh"
 
 template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int A_PAD,
-          int B_PAD, bool SWIZZLE>
+          int B_PAD, bool SWIZZLE, bool ROUND>
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
     sgemm_mma_tf32_stages(const float* __restrict__ a, const float* __restrict__ b,
                           float* __restrict__ c, int M, int N, int K, int swizzle_stride) {
@@ -120,7 +122,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
     b_next += BK * N;
   };
 
-  // ---- shared -> fragments, rounded to TF32 ------------------------------------------------------
+  // ---- shared -> fragments, rounded to TF32 (ROUND) ----------------------------------------------
   // A: this lane's ldmatrix row address: matrix q = lane / 8 covers rows (q & 1) * 8 .. + 7 and
   // k columns (q >> 1) * 4 .. + 3 of a 16 x 8 tile. B: element (k = t, n = g) of an 8 x 8 tile.
   const float* const a_lane =
@@ -141,14 +143,16 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
       fb[p][j][0] = __float_as_uint(bs[j * 8]);
       fb[p][j][1] = __float_as_uint(bs[j * 8 + 4 * LDB]);
     }
+    if (ROUND) {
 #pragma unroll
-    for (int i = 0; i < FRAGS_M; ++i)
+      for (int i = 0; i < FRAGS_M; ++i)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) fa[p][i][e] = cugemm_tf32::f32_to_tf32(fa[p][i][e]);
+        for (int e = 0; e < 4; ++e) fa[p][i][e] = cugemm_tf32::f32_to_tf32(fa[p][i][e]);
 #pragma unroll
-    for (int j = 0; j < FRAGS_N; ++j)
+      for (int j = 0; j < FRAGS_N; ++j)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) fb[p][j][e] = cugemm_tf32::f32_to_tf32(fb[p][j][e]);
+        for (int e = 0; e < 2; ++e) fb[p][j][e] = cugemm_tf32::f32_to_tf32(fb[p][j][e]);
+    }
   };
 
 #pragma unroll
