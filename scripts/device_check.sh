@@ -5,6 +5,7 @@
 #   bench     the default benches (f32, f16, tf32), JSON written to results/
 #   sweeps    seed-hgemm (f16) and seed-sgemm (f32, capped at 8192) with JSON and plots
 #   repeat    the f32 bench again (agreement within the reported spread)
+#   peak      TF32 tensor-core instruction ceilings beside cupy.matmul TF32 (scripts/tc_peak.py)
 # Usage (repo root, on the device): bash scripts/device_check.sh [phase ...]   (default: all phases)
 # Logs, result JSON and plots are collected in one archive, $OUT/device_logs.tgz (or
 # ./device-out/device_logs.tgz), and summarised on stdout. Exit status 1 if a test or sanitizer failed.
@@ -13,7 +14,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 dest=${OUT:-$PWD/device-out}; mkdir -p "$dest" results
 out=$(mktemp -d)
 trap 'tar czf "$dest/device_logs.tgz" -C "$out" .' EXIT
-phases=${*:-tests sanitize bench sweeps repeat}
+phases=${*:-tests sanitize bench sweeps repeat peak}
 status=0
 step() { echo; echo "== $*"; }
 has() { [[ " $phases " == *" $1 "* ]]; }
@@ -87,5 +88,9 @@ for key, r in b.items():
         print(f"  differ: {key}: {s['ms']:.4f} [{s['p20_ms']:.4f}, {s['p80_ms']:.4f}] vs {r['ms']:.4f} [{r['p20_ms']:.4f}, {r['p80_ms']:.4f}]")
 print(f"repeat: {agree}/{total} rows agree within the reported spread")
 PY
+fi
+if has peak; then
+  step "TF32 instruction ceilings"
+  python3 scripts/tc_peak.py 2>&1 | tee "$out/tc_peak.txt"
 fi
 exit $status

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""TF32 tensor-core instruction ceilings beside cupy.matmul TF32 and cugemm's TF32 variants.
+
+Each probe kernel (scripts/tc_peak.cu) issues one MMA instruction form back to back from registers,
+over every SM, at several resident-warp counts per SM; the best rate is the ceiling of any GEMM
+built on that instruction (a GEMM also has to load its operands). In the same process it times
+cupy.matmul with CUPY_TF32=1 and the named cugemm variants at one shape, so every ratio printed
+comes from one run. The probes' results are checked (all-ones operands: exact sums).
+
+    python scripts/tc_peak.py [--size 4096] [--iters 2048] [--variants NAME ...]
+"""
+import argparse
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from cugemm import jit, toolkit  # noqa: E402
+
+SOURCE = ROOT / "scripts" / "tc_peak.cu"
+
+# name expression -> (instruction, MMAs per loop trip, FLOPs per MMA, threads per issuing unit, k)
+PROBES = {f"peak_wmma_tf32<{acc}>": ("wmma m16n16k8", acc, 2 * 16 * 16 * 8, 32, 8) for acc in (4, 8)}
+PROBES.update({f"peak_mma_m16n8k8<{acc}>": ("mma.sync m16n8k8", acc, 2 * 16 * 8 * 8, 32, 8)
+               for acc in (4, 8, 16)})
+PROBES.update({f"peak_mma_m16n8k4<{acc}>": ("mma.sync m16n8k4", acc, 2 * 16 * 8 * 4, 32, 4)
+               for acc in (8, 16)})
+# sm_90a only: one warpgroup per block, GROUP wgmmas into one accumulator per commit
+WGMMA_PROBES = {f"peak_wgmma_tf32<{g}>": ("wgmma m64n256k8 (RS)", g, 2 * 64 * 256 * 8, 128, 8)
+                for g in (4, 8)}
+WARPS_PER_SM = (4, 8, 16, 32, 64)
+
+DEFAULT_VARIANTS = (
+    "sgemm_wmma_m16n16k8_mma2x4_warp4x4x4_stage3_offset_dsmem",
+    "sgemm_wmma_m16n16k8_mma2x4_warp4x4x4_stage3_offset_dsmem_trunc",
+    "sgemm_mma_m16n8k8_mma2x4_warp4x8x4_stage3_offset_dsmem",
+    "sgemm_mma_m16n8k8_mma2x4_warp4x8x4_stage3_offset_dsmem_trunc",
+    "sgemm_wgmma_m64n256k8_rs_wg2_stage4",
+    "sgemm_wgmma_m64n256k8_rs_wg2_stage4_trunc",
+)
+
+
+def source() -> str:
+    return jit._inline(SOURCE, set())
+
+
+def options() -> tuple:
+    inc = toolkit.find_cuda_include(("mma.h", "crt/mma.h"))
+    return ("-std=c++17",) + ((f"-I{inc}",) if inc else ())
+
+
+def median_ms(fn, reps=7):
+    import cupy
+    import numpy as np
+
+    fn()
+    cupy.cuda.Device().synchronize()
+    times = []
+    for _ in range(reps):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop))
+    return float(np.median(times))
+
+
+def run_probes(sms, iters):
+    """One row per probe: TFLOP/s at each resident-warp count per SM, the best, and the check."""
+    import cupy
+    import numpy as np
+
+    mods = [(cupy.RawModule(code=source(), options=options(), name_expressions=list(PROBES)), PROBES)]
+    if toolkit.device_cc() == 90:
+        mods.append((cupy.RawModule(code=source(), options=options() + ("-arch=sm_90a",),
+                                    name_expressions=list(WGMMA_PROBES)), WGMMA_PROBES))
+    rows = []
+    for mod, probes in mods:
+        for expr, (form, acc, flops, unit, k) in probes.items():
+            fn = mod.get_function(expr)
+            threads = 128 if unit == 128 else 256
+            # accumulator floats each thread writes out
+            per_thread = 128 if unit == 128 else (acc * 8 if "wmma" in form else acc * 4)
+            # every accumulator element is the sum of its chain of k-deep MMAs of ones
+            chain = iters * k * (acc if unit == 128 else 1)
+            rates, ok = [], True
+            for warps in WARPS_PER_SM:
+                per_sm = warps * 32 // threads
+                if per_sm < 1 or (unit == 128 and per_sm > 4):  # wgmma: 158 registers x 128 threads
+                    rates.append(None)
+                    continue
+                blocks = sms * per_sm
+                out = cupy.full(blocks * threads * per_thread, np.nan, dtype=cupy.float32)
+                ms = median_ms(lambda: fn((blocks,), (threads,), (out, np.int32(iters))))
+                ok = ok and bool(cupy.all(out == chain))
+                instr = blocks * threads // unit * iters * acc
+                rates.append(instr * flops / (ms * 1e-3) / 1e12)
+            best = max(r for r in rates if r is not None)
+            rows.append([form, expr] + [f"{r:.1f}" if r else "" for r in rates]
+                        + [best, "ok" if ok else "WRONG"])
+    return rows
+
+
+def run_gemms(size, names):
+    import cupy
+
+    import cugemm
+
+    a = cupy.random.standard_normal((size, size), dtype=cupy.float32)
+    b = cupy.random.standard_normal((size, size), dtype=cupy.float32)
+    flop = 2.0 * size ** 3
+    out = cupy.empty((size, size), cupy.float32)
+    rows = [["cupy.matmul (CUPY_TF32=1)", flop / (median_ms(lambda: cupy.matmul(a, b, out=out)) * 1e-3) / 1e12]]
+    for name in names:
+        rows.append([name, flop / (median_ms(lambda: cugemm.run(name, a, b, out=out)) * 1e-3) / 1e12])
+    return rows
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--size", type=int, default=4096)
+    p.add_argument("--iters", type=int, default=2048)
+    p.add_argument("--variants", nargs="*", default=list(DEFAULT_VARIANTS))
+    args = p.parse_args()
+    if os.environ.get("CUPY_TF32") != "1":  # CuPy reads it once, at import: run again with it set
+        os.environ["CUPY_TF32"] = "1"
+        os.execv(sys.executable, [sys.executable, __file__] + sys.argv[1:])
+    import cupy
+    from tabulate import tabulate
+
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    sms = props["multiProcessorCount"]
+    print(f"device: {props['name'].decode()} ({sms} SMs), cc {toolkit.device_cc()}")
+    probes = run_probes(sms, args.iters)
+    gemms = run_gemms(args.size, args.variants)
+    cublas = gemms[0][1]
+    for r in probes:
+        r[-2:] = [f"{r[-2]:.1f}", f"{100 * r[-2] / cublas:.1f}%", r[-1]]
+    print("\nInstruction ceilings: TFLOP/s by resident warps per SM, the best, and the best as % of "
+          f"cupy.matmul TF32 at {args.size}^3:")
+    print(tabulate(probes, headers=["instruction", "probe"] + [f"{w} warps" for w in WARPS_PER_SM]
+                   + ["best", "% cuBLAS", "check"]))
+    print(f"\nGEMMs at {args.size}^3:")
+    print(tabulate([[n, f"{t:.1f}", f"{100 * t / cublas:.1f}%"] for n, t in gemms],
+                   headers=["GEMM", "TFLOP/s", "% cuBLAS"]))
+    bad = [r[1] for r in probes if r[-1] != "ok"]
+    if bad:
+        print(f"tc_peak: wrong probe results: {bad}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
