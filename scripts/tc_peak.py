@@ -38,6 +38,8 @@ DEFAULT_VARIANTS = (
     "sgemm_mma_m16n8k8_mma2x4_warp4x8x4_stage3_offset_dsmem_trunc",
     "sgemm_wgmma_m64n256k8_rs_wg2_stage4",
     "sgemm_wgmma_m64n256k8_rs_wg2_stage4_trunc",
+    "sgemm_wgmma_m64n256k8_rs_ws_stage4",
+    "sgemm_wgmma_m64n256k8_rs_ws_stage4_trunc",
 )
 
 

@@ -25,7 +25,25 @@ def test_fast_aliases():
     assert v.math == "wmma" and v.param_dict["SHARED_LD"] and not v.param_dict["ROUND"]
 
 
-@pytest.mark.parametrize("v", [v for v in FAMILY if v.math == "wgmma"], ids=lambda v: v.name)
+@pytest.mark.parametrize("v", [v for v in FAMILY if v.template == "sgemm_wgmma_tf32_ws"],
+                         ids=lambda v: v.name)
+def test_wgmma_ws_record(v):
+    """The warp-specialized Hopper rung (04_wgmma_m64n256k8_ws.cu): 256x128x32, 3 warpgroups."""
+    p = v.param_dict
+    assert (v.dtype_in, v.dtype_out, v.dtype_acc) == ("float32",) * 3 and v.math == "wgmma"
+    assert v.math_dtype == "tfloat32" and v.seed == "003" and v.headers == ("mma.h", "crt/mma.h")
+    assert v.archs == ("sm_90a",) and v.min_arch == 90
+    assert [k for k, _ in v.params] == ["STAGES", "ROUND"]
+    assert v.name == "sgemm_wgmma_m64n256k8_rs_ws_stage%d%s" % (p["STAGES"], "" if p["ROUND"] else "_trunc")
+    assert 3 <= p["STAGES"] <= 7  # 1 + 2 * STAGES named barriers of 16
+    assert v.tile == (256, 128, 32) and v.multiple_of == v.tile and v.align == 16
+    assert v.block == (384, 1, 1) and v.extra_args(4096, 4096, 4096) == ()
+    assert v.smem_dynamic == p["STAGES"] * (256 * 32 + 32 * 136) * 4 + 1024 <= 227 * 1024
+    assert v.grid(4096, 4096) == (4096 // 128, 4096 // 256, 1)
+
+
+@pytest.mark.parametrize("v", [v for v in FAMILY if v.template == "sgemm_wgmma_tf32_rs"],
+                         ids=lambda v: v.name)
 def test_wgmma_record(v):
     """The Hopper rung (03_wgmma_m64nNk8_rs.cu): sm_90a only, BK 32, 64 columns per warpgroup."""
     p = v.param_dict

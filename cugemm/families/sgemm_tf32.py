@@ -11,9 +11,9 @@ Three kernel templates, one per algorithm:
   kernels/sgemm_tf32/02_mma_m16n8k8_stages.cu    sgemm_mma_tf32_stages (math "mma"): the same
       pipeline issuing PTX mma.sync.m16n8k8 itself (and the same ROUND). ptxas lowers every TF32
       wmma m16n16k8 MMA to four HMMA.1684 (m16n8k4), whose issue rate caps any WMMA TF32 GEMM on
-      an H200 at 224-237 TFLOP/s, 60-64% of cuBLAS TF32, even with no loads at all
-      (scripts/tc_peak.py); the GEMMs reach 124 (rounded) and 143 (`_trunc`). mma.sync m16n8k8
-      is one HMMA.1688 per 16x8x8 (ceiling 255-316).
+      an H200 at 226-235 TFLOP/s, 60-63% of cuBLAS TF32, even with no loads at all
+      (scripts/tc_peak.py); the GEMMs reach 125 (rounded) and 146 (`_trunc`). mma.sync m16n8k8
+      is one HMMA.1688 per 16x8x8 (ceiling 265-313).
   kernels/sgemm_tf32/03_wgmma_m64nNk8_rs.cu     sgemm_wgmma_tf32_rs (math "wgmma", sm_90a only):
       Hopper wgmma m64nNk8 computing C^T = B^T A^T per warpgroup, so that the shared-memory
       operand is A row-major (K-major, as wgmma .tf32 requires; 128-byte swizzle) and B comes
@@ -21,6 +21,12 @@ Three kernel templates, one per algorithm:
       rounded to TF32 in shared memory (A_ROUND 1), `_ldg` through registers (A_ROUND 2), `_trunc`
       not at all (A_ROUND 0: the tensor cores truncate it; rel. error 4.7e-4 instead of 2.9e-4,
       inside the 2e-3 tolerance).
+
+  kernels/sgemm_tf32/04_wgmma_m64n256k8_ws.cu   sgemm_wgmma_tf32_ws (math "wgmma", sm_90a only):
+      03's MMAs (m64n256k8, 256x128x32 block) in two consumer warpgroups, fed by a third, producer
+      warpgroup (warp specialization, named barriers, setmaxnreg) that copies both tiles with
+      cp.async and rounds A in place behind the copies, off the tensor cores' critical path.
+      Names: sgemm_wgmma_m64n256k8_rs_ws_stage{STAGES}, `_trunc` for ROUND off.
 
 Names: the notes' kernel sgemm_wmma_m16n16k8_mma4x2_warp2x4_stages (4x2 warps, 2x4 fragments of
 16x16 each, K-tile 8), one variant per configuration the notes benchmark: `_stage2` / `_stage3`
@@ -44,12 +50,13 @@ ceil(N / stride)): a band of stride / BN block columns is walked down all block 
 band starts. The stride goes to the kernel as a 7th int argument (args_fn); variants without swizzle
 pass 0, which the kernel ignores.
 
-Measured on an H200 (CuPy 14.2, CUDA 13, 2026-11-22), 4096^3, cupy.matmul TF32 405 TFLOP/s in the
-same run: notes' rungs 60-62 TFLOP/s (stage3_offset 67), WMMA 64x64-warp rungs 118-125 (generic
-loads 88), mma.sync rungs 157-176 (176, 43.5%). Relative error 2.9e-4 for all, the same as cuBLAS
-TF32. wgmma rungs (2026-11-22, cuBLAS TF32 397.5 at 4096^3 / 317.2 at 4096x4096x1024 in the same
-run): m64n256k8 _trunc 322.6 / 290.4 (81% / 92%; sgemm_tf32_fast), A rounded in place 200.7 / 195.0,
-_ldg 177.0 / 175.6, m64n128k8 152-256.
+Measured on an H200 (CuPy 14.2, CUDA 13, 2026-11-22 03:59 UTC, results/tf32.json), 4096^3 /
+4096x4096x1024, cupy.matmul TF32 401.9 / 321.0 TFLOP/s in the same run: notes' rungs 60-67 / 58-65,
+WMMA 64x64-warp rungs 118-125 / 116-122 (generic loads 88), `_trunc` 146 / 139; mma.sync rungs
+159-180 / 155-168, `_trunc` 199 / 197; wgmma (03) rounded 141-202, `_trunc` 262-319 / 250-284;
+warp-specialized (04) rounded 255 / 239 (63% / 75%), `_trunc` 340 / 304 (85% / 95%;
+sgemm_tf32_fast). Relative error 2.9e-4 when both operands are rounded (as cuBLAS), 4.7e-4 with A
+truncated (wgmma `_trunc`), 7.8e-4 with both truncated (WMMA / mma.sync `_trunc`).
 """
 from __future__ import annotations
 
@@ -149,6 +156,23 @@ def _wgmma_tf32(name, *, BM, WGS, STAGES, A_ROUND, doc, **kw):
         **dict(TF32, math="wgmma"), **kw)
 
 
+WS_SOURCE = "sgemm_tf32/04_wgmma_m64n256k8_ws.cu"
+WS_TEMPLATE = "sgemm_wgmma_tf32_ws"
+
+
+def _wgmma_ws_tf32(name, *, STAGES, ROUND, doc, **kw):
+    """The warp-specialized Hopper rung (sm_90a only): 03's MMAs in two consumer warpgroups, a
+    third warpgroup copying B (cp.async) and A (through registers, rounded on the way when ROUND)."""
+    BM, BN, BK = 256, 128, 32
+    smem = STAGES * (BM * BK + BK * (BN + 8)) * 4 + 1024  # + slack to align the base to 1024 B
+    return Variant(
+        name=name, family="sgemm_tf32", source=WS_SOURCE, template=WS_TEMPLATE,
+        params=(("STAGES", STAGES), ("ROUND", ROUND)),
+        tile=(BM, BN, BK), block=(384, 1, 1), multiple_of=(BM, BN, BK), align=16,
+        min_arch=90, archs=("sm_90a",), smem_dynamic=smem, headers=HEADERS, seed="003", doc=doc,
+        **dict(TF32, math="wgmma"), **kw)
+
+
 # The notes' configuration: 4x2 warps of 2x4 fragments (32x64 per warp), 128x128 block, K-tile 8,
 # no padding.
 _NOTES = dict(WARPS_M=4, WARPS_N=2, FRAGS_M=2, FRAGS_N=4, BK=8)
@@ -237,9 +261,9 @@ VARIANTS: tuple[Variant, ...] = (
                 doc="wgmma tf32 m64n256k8, 256x128x32 block of 2 warpgroups, 4 stages (197 KB), "
                     "A rounded in place in shared memory (both operands cvt.rna)"),
     _wgmma_tf32("sgemm_wgmma_m64n256k8_rs_wg2_stage4_trunc", BM=256, WGS=2, STAGES=4,
-                A_ROUND=0, aliases=("sgemm_tf32_fast",),
+                A_ROUND=0,
                 doc="the same with A left as float32 bits in shared memory: the tensor cores "
-                    "truncate it to TF32 (rel. error 4.7e-4 vs 2.9e-4); the fastest, 81% of cuBLAS"),
+                    "truncate it to TF32 (rel. error 4.7e-4 vs 2.9e-4)"),
     _wgmma_tf32("sgemm_wgmma_m64n256k8_rs_wg2_stage4_ldg", BM=256, WGS=2, STAGES=4, A_ROUND=2,
                 doc="A rounded on its way in: 16-byte loads to registers one K-tile ahead, "
                     "cvt.rna, 16-byte stores to the swizzled tile (slower than in place)"),
@@ -250,4 +274,13 @@ VARIANTS: tuple[Variant, ...] = (
                 A_ROUND=0, doc="stage3 with A truncated by the tensor cores (no rounding pass)"),
     _wgmma_tf32("sgemm_wgmma_m64n128k8_rs_wg2_stage6", BM=128, WGS=2, STAGES=6, A_ROUND=1,
                 doc="wgmma tf32 m64n128k8, 128x128x32 block of 2 warpgroups, 6 stages (199 KB)"),
+    # ---- above: a warp-specialized producer (see 04_wgmma_m64n256k8_ws.cu) ---------------------
+    _wgmma_ws_tf32("sgemm_wgmma_m64n256k8_rs_ws_stage4", STAGES=4, ROUND=True,
+                   doc="wgmma tf32 m64n256k8, 256x128x32 block: 2 consumer warpgroups and a producer "
+                       "warpgroup that copies (cp.async) and rounds A in place off the critical "
+                       "path, 4 stages (195 KB); both operands cvt.rna, as cuBLAS"),
+    _wgmma_ws_tf32("sgemm_wgmma_m64n256k8_rs_ws_stage4_trunc", STAGES=4, ROUND=False,
+                   aliases=("sgemm_tf32_fast",),
+                   doc="the same with A truncated by the tensor cores (no rounding pass): the "
+                       "fastest of the family"),
 )

@@ -48,11 +48,11 @@
 // What bounds it: ptxas lowers each TF32 wmma m16n16k8 mma_sync to four HMMA.1684 (m16n8k4), for
 // every layout combination and for sm_80, sm_89 and sm_90 alike (checked in the SASS). On Hopper
 // that instruction caps WMMA TF32 well below cuBLAS: scripts/tc_peak.py, issuing wmma.mma from
-// registers with no loads at all, measured 224 TFLOP/s with 8 warps per SM and at most 237 with
-// 64 (mma.sync m16n8k8, one HMMA.1688: 255-316; wgmma: 403-477; cuBLAS TF32 at 4096^3: 371, all
+// registers with no loads at all, measured 226 TFLOP/s with 8 warps per SM and at most 235 with
+// 64 (mma.sync m16n8k8, one HMMA.1688: 265-313; wgmma: 426-473; cuBLAS TF32 at 4096^3: 374, all
 // one run on an H200). The GEMM runs 8 warps per SM at ~2.4 instructions per HMMA.1684 (the
 // wmma.load lowering recomputes an address per element: an IMAD or LEA beside each LDS) and
-// reaches 121 TFLOP/s rounded, 143 with `_trunc` (ROUND off), about 55-65% of that ceiling.
+// reaches 120-125 TFLOP/s rounded, 141-146 with `_trunc` (ROUND off): 55-65% of that ceiling.
 //
 // Template parameters: WARPS_M x WARPS_N warps, FRAGS_M x FRAGS_N wmma fragments per warp (the
 // notes' "mma4x2" and "warp2x4"), BK the K-tile depth (a multiple of 8), STAGES (>= 2) buffers in

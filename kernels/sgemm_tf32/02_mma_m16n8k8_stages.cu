@@ -24,8 +24,10 @@
 // What bounds it now (estimates for a 128 x 256 block of 64 x 64 warp tiles at the mma.sync
 // peak): shared memory ~85% busy (per 8-deep k step an SM reads 2 KB of A and 2 KB of B per warp
 // and writes 12 KB of cp.async data, against 256 HMMA.1688), issue slots ~65% (the TF32 rounding,
-// FSETP + IADD per fragment element, is half the instructions). Measured: 176 TFLOP/s at 4096^3
-// on an H200, 43.5% of cuBLAS TF32, which uses wgmma.
+// FSETP + IADD per fragment element, is half the instructions). Measured at 4096^3 on an H200:
+// 176-180 TFLOP/s, ~45% of cuBLAS TF32 (which uses wgmma); without the rounding (`_trunc`) the
+// loop drops from 4.3 to 2.1 instructions per HMMA and reaches 199-213. The instruction's own
+// ceiling there is 265 TFLOP/s at this kernel's 8 warps per SM, 313 at 64 (scripts/tc_peak.py).
 //
 // Bank conflicts: ldmatrix reads 8 rows of 16 bytes per phase, conflict-free when the As row
 // length BK + A_PAD is 4 mod 8 floats; the B loads read 4 k-rows x 8 columns, conflict-free when

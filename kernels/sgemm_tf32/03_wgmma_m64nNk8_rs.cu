@@ -36,7 +36,8 @@
 //      rounded, inside the (tfloat32, float32) tolerance of 2e-3). The fastest.
 //   1  rounded in place: each thread rounds the 16-byte chunks it copied of K-tile kt + 1 (after its
 //      cp.async wait, then fence.proxy.async) while the tensor cores run K-tile kt. The extra pass
-//      over shared memory (a 16-byte load and store per chunk) costs ~40% of the speed.
+//      over shared memory (a 16-byte load and store per chunk) costs ~40% of the speed. (04 moves
+//      the copies and this pass to a producer warpgroup, off the tensor cores' critical path.)
 //   2  rounded on its way in: A comes through registers (16-byte global loads issued one K-tile
 //      ahead, cvt.rna, 16-byte stores into the swizzled stage) instead of cp.async; the loads of
 //      K-tile kt + STAGES - 1 are in flight while the tensor cores run K-tile kt.
@@ -135,28 +136,15 @@ __global__ void __launch_bounds__(WGS * 128, 1)
   auto store_a_regs = [&](int s) __attribute__((always_inline)) {
     float* const ad = sA + s * A_STAGE + a_dst;
 #pragma unroll
-    for (int i = 0; i < A_PASSES; ++i) {
-      float4 v;
-      v.x = __uint_as_float(cugemm_tf32::f32_to_tf32(__float_as_uint(ra[i].x)));
-      v.y = __uint_as_float(cugemm_tf32::f32_to_tf32(__float_as_uint(ra[i].y)));
-      v.z = __uint_as_float(cugemm_tf32::f32_to_tf32(__float_as_uint(ra[i].z)));
-      v.w = __uint_as_float(cugemm_tf32::f32_to_tf32(__float_as_uint(ra[i].w)));
-      store_f32x4(ad + i * A_RPP * BK, v);
-    }
+    for (int i = 0; i < A_PASSES; ++i) store_f32x4(ad + i * A_RPP * BK, cugemm_tf32::round_f32x4(ra[i]));
   };
 
   // round this thread's own A chunks of stage s to TF32 in place (A_ROUND == 1)
   auto round_a = [&](int s) __attribute__((always_inline)) {
     float* const ad = sA + s * A_STAGE + a_dst;
 #pragma unroll
-    for (int i = 0; i < A_PASSES; ++i) {
-      float4 v = load_f32x4(ad + i * A_RPP * BK);
-      v.x = __uint_as_float(cugemm_tf32::f32_to_tf32(__float_as_uint(v.x)));
-      v.y = __uint_as_float(cugemm_tf32::f32_to_tf32(__float_as_uint(v.y)));
-      v.z = __uint_as_float(cugemm_tf32::f32_to_tf32(__float_as_uint(v.z)));
-      v.w = __uint_as_float(cugemm_tf32::f32_to_tf32(__float_as_uint(v.w)));
-      store_f32x4(ad + i * A_RPP * BK, v);
-    }
+    for (int i = 0; i < A_PASSES; ++i)
+      store_f32x4(ad + i * A_RPP * BK, cugemm_tf32::round_f32x4(load_f32x4(ad + i * A_RPP * BK)));
   };
 
   // register operand: wgmma A = (B tile slice)^T, rows n = 64 wg + 16 wq + g (+8), cols k = t (+4)
@@ -167,14 +155,7 @@ __global__ void __launch_bounds__(WGS * 128, 1)
   for (int i = 0; i < NACC; ++i) acc[i] = 0.f;
 
   auto load_frags = [&](int s) __attribute__((always_inline)) {
-    const float* const bs = b_lane + s * B_STAGE;
-#pragma unroll
-    for (int kk = 0; kk < BK / 8; ++kk) {
-      fa[kk][0] = cugemm_tf32::f32_to_tf32(__float_as_uint(bs[kk * 8 * LDB]));
-      fa[kk][1] = cugemm_tf32::f32_to_tf32(__float_as_uint(bs[kk * 8 * LDB + 8]));
-      fa[kk][2] = cugemm_tf32::f32_to_tf32(__float_as_uint(bs[(kk * 8 + 4) * LDB]));
-      fa[kk][3] = cugemm_tf32::f32_to_tf32(__float_as_uint(bs[(kk * 8 + 4) * LDB + 8]));
-    }
+    cugemm_wgmma::load_bt_fragments<BK, LDB>(fa, b_lane + s * B_STAGE);
   };
 
   // ---- prologue: K-tiles 0 .. PF - 1 in flight (A_ROUND 1: K-tile 0 rounded) -------
@@ -257,16 +238,6 @@ __global__ void __launch_bounds__(WGS * 128, 1)
 #pragma unroll
   for (int i = 0; i < NACC; ++i) cugemm_wgmma::fence_operand(acc[i]);
 
-  // ---- epilogue: the accumulators hold C^T: d[i] is (n = 16 wq + g + 8 ((i >> 1) & 1),
-  // m = 8 (i >> 2) + 2t + (i & 1)) of this warpgroup's 64 x BM slice. 8 lanes of equal t write 32
-  // contiguous bytes of one C row.
-  float* const c_lane = c + (m0 + 2 * t) * N + n0 + wg * 64 + wq * 16 + g;
-#pragma unroll
-  for (int j = 0; j < BM / 8; ++j) {
-    float* const p = c_lane + j * 8 * N;
-    p[0] = acc[4 * j + 0];
-    p[N] = acc[4 * j + 1];
-    p[8] = acc[4 * j + 2];
-    p[N + 8] = acc[4 * j + 3];
-  }
+  // ---- epilogue: C^T from the accumulators (wgmma.cuh) -------------------------------------------
+  cugemm_wgmma::store_ct<BM>(c + (m0 + 2 * t) * N + n0 + wg * 64 + wq * 16 + g, acc, N);
 }

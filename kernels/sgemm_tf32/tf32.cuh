@@ -69,6 +69,15 @@ __device__ __forceinline__ unsigned f32_to_tf32(unsigned x) {
   return r;
 }
 
+// the four floats of a 16-byte chunk, each rounded as f32_to_tf32
+__device__ __forceinline__ float4 round_f32x4(float4 v) {
+  v.x = __uint_as_float(f32_to_tf32(__float_as_uint(v.x)));
+  v.y = __uint_as_float(f32_to_tf32(__float_as_uint(v.y)));
+  v.z = __uint_as_float(f32_to_tf32(__float_as_uint(v.z)));
+  v.w = __uint_as_float(f32_to_tf32(__float_as_uint(v.w)));
+  return v;
+}
+
 // ldmatrix .x4: lanes 8q .. 8q + 7 give the row addresses of 8 x 16-byte matrix q, and r[q] gets
 // the 32 bits at (row lane / 4, word lane % 4) of matrix q. For a 16 x 8 fp32 A tile with
 // matrices (rows 0-7, k 0-3), (rows 8-15, k 0-3), (rows 0-7, k 4-7), (rows 8-15, k 4-7) that is

@@ -117,4 +117,37 @@ __device__ __forceinline__ void wgmma_tf32_rs(float (&d)[128], const unsigned (&
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
 }
 
+// ---- the "rs" GEMM pieces shared by 03_wgmma_m64nNk8_rs.cu and 04_wgmma_m64n256k8_ws.cu ---------
+// They compute C^T = B^T A^T per warpgroup: the register operand is a 64-column slice of the
+// row-major B tile (BK x LDB floats in shared memory), transposed.
+
+// The register fragments of the BK / 8 k steps of a K-tile, rounded to TF32 (cvt.rna).
+// b_lane: the B tile at row t = lane % 4, column (slice start) + 16 w + g, w the warp within the
+// warpgroup, g = lane / 4: fragment (row n, col k) of the wgmma A operand is B(k, n).
+template <int BK, int LDB>
+__device__ __forceinline__ void load_bt_fragments(unsigned (&fa)[BK / 8][4], const float* b_lane) {
+#pragma unroll
+  for (int kk = 0; kk < BK / 8; ++kk) {
+    fa[kk][0] = cugemm_tf32::f32_to_tf32(__float_as_uint(b_lane[kk * 8 * LDB]));
+    fa[kk][1] = cugemm_tf32::f32_to_tf32(__float_as_uint(b_lane[kk * 8 * LDB + 8]));
+    fa[kk][2] = cugemm_tf32::f32_to_tf32(__float_as_uint(b_lane[(kk * 8 + 4) * LDB]));
+    fa[kk][3] = cugemm_tf32::f32_to_tf32(__float_as_uint(b_lane[(kk * 8 + 4) * LDB + 8]));
+  }
+}
+
+// Epilogue: the accumulators hold C^T, d[i] being (n = 16 w + g + 8 ((i >> 1) & 1),
+// m = 8 (i >> 2) + 2t + (i & 1)) of the warpgroup's 64 x BM slice; c_lane = &C(m0 + 2t, n0 + slice
+// start + 16 w + g). 8 lanes of equal t write 32 contiguous bytes of one C row.
+template <int BM>
+__device__ __forceinline__ void store_ct(float* c_lane, const float (&acc)[BM / 2], int N) {
+#pragma unroll
+  for (int j = 0; j < BM / 8; ++j) {
+    float* const q = c_lane + j * 8 * N;
+    q[0] = acc[4 * j + 0];
+    q[N] = acc[4 * j + 1];
+    q[8] = acc[4 * j + 2];
+    q[N + 8] = acc[4 * j + 3];
+  }
+}
+
 }  // namespace cugemm_wgmma
