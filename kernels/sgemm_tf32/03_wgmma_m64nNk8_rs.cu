@@ -198,16 +198,7 @@ __global__ void __launch_bounds__(WGS * 128, 1)
     }
     cugemm_wgmma::wait_group<0>();     // K-tile kt - 1's wgmmas are done: fragments free
     load_frags(s);
-#pragma unroll
-    for (int i = 0; i < NACC; ++i) cugemm_wgmma::fence_operand(acc[i]);
-    cugemm_wgmma::fence();
-    const unsigned a_stage = sA_addr + s * (A_STAGE * 4);
-#pragma unroll
-    for (int kk = 0; kk < BK / 8; ++kk)
-      cugemm_wgmma::wgmma_tf32_rs(acc, fa[kk], cugemm_wgmma::make_desc_sw128(a_stage + kk * 32));
-    cugemm_wgmma::commit_group();
-#pragma unroll
-    for (int i = 0; i < NACC; ++i) cugemm_wgmma::fence_operand(acc[i]);
+    cugemm_wgmma::mma_ktile<BK>(acc, fa, sA_addr + s * (A_STAGE * 4));
     if (A_ROUND == 2) {
       // while the tensor cores run K-tile kt: K-tile kt + PF (in registers since step kt - 1) to
       // its stage, which held K-tile kt - 2 (free since the barrier), and K-tile kt + PF + 1 into
@@ -234,10 +225,7 @@ __global__ void __launch_bounds__(WGS * 128, 1)
     step(kt, s);
     s = (s + 1 == STAGES) ? 0 : s + 1;
   } while (++kt < num_kt);
-  cugemm_wgmma::wait_group<0>();
-#pragma unroll
-  for (int i = 0; i < NACC; ++i) cugemm_wgmma::fence_operand(acc[i]);
 
-  // ---- epilogue: C^T from the accumulators (wgmma.cuh) -------------------------------------------
+  // ---- epilogue: C^T from the accumulators, once the last group is done (wgmma.cuh) --------------
   cugemm_wgmma::store_ct<BM>(c + (m0 + 2 * t) * N + n0 + wg * 64 + wq * 16 + g, acc, N);
 }

@@ -164,22 +164,10 @@ __global__ void __launch_bounds__(384, 1)
     if (kt >= 1 && kt - 1 + STAGES < num_kt)  // the fragment registers are free
       ws::bar_arrive(EMPTY0 + (s == 0 ? STAGES - 1 : s - 1), THREADS);
     cugemm_wgmma::load_bt_fragments<BK, LDB>(fa, b_lane + s * B_STAGE);
-#pragma unroll
-    for (int i = 0; i < NACC; ++i) cugemm_wgmma::fence_operand(acc[i]);
-    cugemm_wgmma::fence();
-    const unsigned a_stage = sA_addr + s * (A_STAGE * 4);
-#pragma unroll
-    for (int kk = 0; kk < BK / 8; ++kk)
-      cugemm_wgmma::wgmma_tf32_rs(acc, fa[kk], cugemm_wgmma::make_desc_sw128(a_stage + kk * 32));
-    cugemm_wgmma::commit_group();
-#pragma unroll
-    for (int i = 0; i < NACC; ++i) cugemm_wgmma::fence_operand(acc[i]);
+    cugemm_wgmma::mma_ktile<BK>(acc, fa, sA_addr + s * (A_STAGE * 4));
     s = (s + 1 == STAGES) ? 0 : s + 1;
   } while (++kt < num_kt);
-  cugemm_wgmma::wait_group<0>();
-#pragma unroll
-  for (int i = 0; i < NACC; ++i) cugemm_wgmma::fence_operand(acc[i]);
 
-  // ---- epilogue: C^T from the accumulators (wgmma.cuh) -------------------------------------------
+  // ---- epilogue: C^T from the accumulators, once the last group is done (wgmma.cuh) --------------
   cugemm_wgmma::store_ct<BM>(c + (m0 + 2 * t) * N + n0 + wg * 64 + wq * 16 + g, acc, N);
 }

@@ -135,11 +135,32 @@ __device__ __forceinline__ void load_bt_fragments(unsigned (&fa)[BK / 8][4], con
   }
 }
 
+// One K-tile of MMAs: the BK / 8 k steps of wgmma m64nNk8 (N = 2 x the accumulator count) with
+// the fragments fa and the 128-byte-swizzled shared-memory tile at a_stage (shared-window address),
+// issued as one committed group. The operand fences keep the compiler from touching the
+// accumulators while the group may be pending; the caller waits (wait_group) before it rewrites fa.
+template <int BK, int NACC>
+__device__ __forceinline__ void mma_ktile(float (&acc)[NACC], const unsigned (&fa)[BK / 8][4],
+                                          unsigned a_stage) {
+#pragma unroll
+  for (int i = 0; i < NACC; ++i) fence_operand(acc[i]);
+  fence();
+#pragma unroll
+  for (int kk = 0; kk < BK / 8; ++kk) wgmma_tf32_rs(acc, fa[kk], make_desc_sw128(a_stage + kk * 32));
+  commit_group();
+#pragma unroll
+  for (int i = 0; i < NACC; ++i) fence_operand(acc[i]);
+}
+
 // Epilogue: the accumulators hold C^T, d[i] being (n = 16 w + g + 8 ((i >> 1) & 1),
 // m = 8 (i >> 2) + 2t + (i & 1)) of the warpgroup's 64 x BM slice; c_lane = &C(m0 + 2t, n0 + slice
 // start + 16 w + g). 8 lanes of equal t write 32 contiguous bytes of one C row.
+// Waits for the warpgroup's last wgmma group first.
 template <int BM>
-__device__ __forceinline__ void store_ct(float* c_lane, const float (&acc)[BM / 2], int N) {
+__device__ __forceinline__ void store_ct(float* c_lane, float (&acc)[BM / 2], int N) {
+  wait_group<0>();
+#pragma unroll
+  for (int i = 0; i < BM / 2; ++i) fence_operand(acc[i]);
 #pragma unroll
   for (int j = 0; j < BM / 8; ++j) {
     float* const q = c_lane + j * 8 * N;
