@@ -27,9 +27,9 @@
 // Measured on an H200 at 4096^3 (cuBLAS TF32 392 TFLOP/s): rounded 257 TFLOP/s (03: 203), `_trunc`
 // 327 (03: 319). The rounded rung is bounded by shared memory: per K-tile the rounding pass adds
 // 64 KB to the ~130 KB of copies, wgmma operand reads and fragment loads, against ~1150 cycles of
-// tensor work. A producer that rounds A on its way in through its own registers instead (no extra
-// pass) was measured at 206 (rounded) / 231 (truncated): a warpgroup's registers cannot keep
-// enough 16-byte loads in flight to hide global-memory latency; cp.async has no such limit.
+// tensor work. A producer that rounds A on its way in through its own registers instead (16-byte
+// loads half a K-tile or two K-tiles ahead, no extra pass) measured 161-206 TFLOP/s rounded and
+// 216-231 truncated: slower than cp.async plus the in-place pass (why was not profiled).
 //
 // ROUND: true rounds A to TF32 (cvt.rna, as B always is); false (`_trunc`) leaves A's float32 bits
 // for the tensor cores to truncate (rel. error ~4.7e-4 instead of ~2.9e-4).
