@@ -52,28 +52,14 @@ def options() -> tuple:
     return ("-std=c++17",) + ((f"-I{inc}",) if inc else ())
 
 
-def median_ms(fn, reps=7):
-    import cupy
-    import numpy as np
-
-    fn()
-    cupy.cuda.Device().synchronize()
-    times = []
-    for _ in range(reps):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop))
-    return float(np.median(times))
-
-
 def run_probes(sms, iters):
     """One row per probe: TFLOP/s at each resident-warp count per SM, the best, and the check."""
     import cupy
     import numpy as np
 
+    from cugemm.bench import Timer
+
+    timer = Timer(warmup=2, iters=20)
     mods = [(cupy.RawModule(code=source(), options=options(), name_expressions=list(PROBES)), PROBES)]
     if toolkit.device_cc() == 90:
         mods.append((cupy.RawModule(code=source(), options=options() + ("-arch=sm_90a",),
@@ -95,7 +81,7 @@ def run_probes(sms, iters):
                     continue
                 blocks = sms * per_sm
                 out = cupy.full(blocks * threads * per_thread, np.nan, dtype=cupy.float32)
-                ms = median_ms(lambda: fn((blocks,), (threads,), (out, np.int32(iters))))
+                ms = timer.median_ms(lambda: fn((blocks,), (threads,), (out, np.int32(iters))))
                 ok = ok and bool(cupy.all(out == chain))
                 instr = blocks * threads // unit * iters * acc
                 rates.append(instr * flops / (ms * 1e-3) / 1e12)
@@ -109,14 +95,20 @@ def run_gemms(size, names):
     import cupy
 
     import cugemm
+    from cugemm.bench import Timer
 
+    timer = Timer(warmup=2, iters=20)
+    operands = 3 * size * size * 4  # the bench's L2 rule: flushed only if A, B and C fit in L2
     a = cupy.random.standard_normal((size, size), dtype=cupy.float32)
     b = cupy.random.standard_normal((size, size), dtype=cupy.float32)
     flop = 2.0 * size ** 3
     out = cupy.empty((size, size), cupy.float32)
-    rows = [["cupy.matmul (CUPY_TF32=1)", flop / (median_ms(lambda: cupy.matmul(a, b, out=out)) * 1e-3) / 1e12]]
+    def tflops(fn):
+        return flop / (timer.median_ms(fn, operands) * 1e-3) / 1e12
+
+    rows = [["cupy.matmul (CUPY_TF32=1)", tflops(lambda: cupy.matmul(a, b, out=out))]]
     for name in names:
-        rows.append([name, flop / (median_ms(lambda: cugemm.run(name, a, b, out=out)) * 1e-3) / 1e12])
+        rows.append([name, tflops(lambda: cugemm.run(name, a, b, out=out))])
     return rows
 
 

@@ -143,11 +143,17 @@ WGMMA_SOURCE = "sgemm_tf32/03_wgmma_m64nNk8_rs.cu"
 WGMMA_TEMPLATE = "sgemm_wgmma_tf32_rs"
 
 
+def _wgmma_smem(BM, BN, STAGES):
+    """Dynamic shared memory of the wgmma rungs (BK = 32): the ring of A tiles (BM x 32) and B tiles
+    (32 x BN + 8 padding), plus 1024 bytes of slack to align the base to the swizzle atom."""
+    return STAGES * (BM * 32 + 32 * (BN + 8)) * 4 + 1024
+
+
 def _wgmma_tf32(name, *, BM, WGS, STAGES, A_ROUND, doc, **kw):
     """The Hopper wgmma rung (sm_90a only): C^T = B^T A^T per warpgroup, wgmma m64n{BM}k8 with the
     B slice from registers and the A tile from 128-byte-swizzled shared memory; BK fixed at 32."""
     BK, BN = 32, 64 * WGS
-    smem = STAGES * (BM * BK + BK * (BN + 8)) * 4 + 1024  # + slack to align the base to 1024 B
+    smem = _wgmma_smem(BM, BN, STAGES)
     return Variant(
         name=name, family="sgemm_tf32", source=WGMMA_SOURCE, template=WGMMA_TEMPLATE,
         params=(("BM", BM), ("WGS", WGS), ("STAGES", STAGES), ("A_ROUND", A_ROUND)),
@@ -162,9 +168,9 @@ WS_TEMPLATE = "sgemm_wgmma_tf32_ws"
 
 def _wgmma_ws_tf32(name, *, STAGES, ROUND, doc, **kw):
     """The warp-specialized Hopper rung (sm_90a only): 03's MMAs in two consumer warpgroups, a
-    third warpgroup copying B (cp.async) and A (through registers, rounded on the way when ROUND)."""
+    third warpgroup copying both tiles (cp.async) and rounding A in place behind them (ROUND)."""
     BM, BN, BK = 256, 128, 32
-    smem = STAGES * (BM * BK + BK * (BN + 8)) * 4 + 1024  # + slack to align the base to 1024 B
+    smem = _wgmma_smem(BM, BN, STAGES)
     return Variant(
         name=name, family="sgemm_tf32", source=WS_SOURCE, template=WS_TEMPLATE,
         params=(("STAGES", STAGES), ("ROUND", ROUND)),

@@ -83,10 +83,8 @@ __global__ void __launch_bounds__(WGS * 128, 1)
   static_assert(NT % B_CPR == 0 && BK % B_RPP == 0, "B copy: whole rows per pass, whole passes");
 
   extern __shared__ float smem_raw[];
-  // round the dynamic shared memory base up to 1024 bytes (the 128-byte swizzle atom alignment)
-  const unsigned raw_addr = smem_addr(smem_raw);
-  float* const sA = smem_raw + (((1024u - (raw_addr & 1023u)) & 1023u) >> 2);  // STAGES x [BM][32]
-  float* const sB = sA + STAGES * A_STAGE;                                       // STAGES x [32][LDB]
+  float* const sA = cugemm_wgmma::align_1024(smem_raw);  // STAGES x [BM][32], swizzled
+  float* const sB = sA + STAGES * A_STAGE;              // STAGES x [32][LDB]
   const unsigned sA_addr = smem_addr(sA);
 
   const int m0 = blockIdx.y * BM;
@@ -102,7 +100,7 @@ __global__ void __launch_bounds__(WGS * 128, 1)
   // A: chunk ac = tid % 8 (k 4ac .. 4ac + 3) of rows tid / 8 + i * A_RPP, stored swizzled; the row
   // index mod 8 is the same on every pass, so is the swizzled chunk.
   const int a_row = tid >> 3, a_chunk = tid & 7;
-  const int a_dst = a_row * BK + ((a_chunk ^ (a_row & 7)) << 2);  // floats within a stage
+  const int a_dst = cugemm_wgmma::sw128_offset(a_row, a_chunk);  // floats within a stage
   const float* a_next = a + (m0 + a_row) * K + a_chunk * 4;
   const int a_pass = A_RPP * K;
   // B: row-major tile [32][LDB]

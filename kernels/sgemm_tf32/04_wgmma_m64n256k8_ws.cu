@@ -84,9 +84,8 @@ __global__ void __launch_bounds__(384, 1)
   static_assert(STAGES >= 3 && 1 + 2 * STAGES <= 16, "3 to 7 stages (16 named barriers)");
 
   extern __shared__ float smem_raw[];
-  const unsigned raw_addr = smem_addr(smem_raw);
-  float* const sA = smem_raw + (((1024u - (raw_addr & 1023u)) & 1023u) >> 2);  // STAGES x [BM][32]
-  float* const sB = sA + STAGES * A_STAGE;                                       // STAGES x [32][LDB]
+  float* const sA = cugemm_wgmma::align_1024(smem_raw);  // STAGES x [BM][32], swizzled
+  float* const sB = sA + STAGES * A_STAGE;              // STAGES x [32][LDB]
 
   const int m0 = blockIdx.y * BM;
   const int n0 = blockIdx.x * BN;
@@ -100,7 +99,7 @@ __global__ void __launch_bounds__(384, 1)
     // A: chunk p % 8 (k 4 (p % 8) .. + 3) of rows p / 8 + 16 i, i = 0..15. Every row has the same
     // index mod 8, so the same swizzled chunk.
     const int a_row = p >> 3, a_chunk = p & 7;
-    const int a_dst = a_row * BK + ((a_chunk ^ (a_row & 7)) << 2);
+    const int a_dst = cugemm_wgmma::sw128_offset(a_row, a_chunk);
     const float* a_next = a + (m0 + a_row) * K + a_chunk * 4;
     // B: 16-byte chunk p % 32 of rows p / 32 + 4 i, i = 0..7
     const int b_row = p >> 5, b_col = (p & 31) * 4;

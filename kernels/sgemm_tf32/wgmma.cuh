@@ -32,6 +32,17 @@ __device__ __forceinline__ unsigned long long make_desc_sw128(unsigned addr) {
          (static_cast<unsigned long long>(1) << 62);
 }
 
+// The 128-byte-swizzle layout in float offsets: 16-byte chunk c (k 4c .. 4c + 3) of row r of a
+// tile of 32-float rows, stored at chunk c ^ (r % 8) of its row (what make_desc_sw128 describes).
+__device__ __forceinline__ int sw128_offset(int r, int c) { return r * 32 + ((c ^ (r & 7)) << 2); }
+
+// The first 1024-byte-aligned float of dynamic shared memory at or after p (swizzle atoms must be
+// 1024-byte aligned; the launch adds 1024 bytes of slack for this).
+__device__ __forceinline__ float* align_1024(float* p) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  return p + (((1024u - (addr & 1023u)) & 1023u) >> 2);
+}
+
 // Order this warpgroup's register writes (A fragments, accumulators) before the wgmma that reads
 // them. Needed before the first wgmma and after any ordinary access to its registers.
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
