@@ -11,9 +11,9 @@ Three kernel templates, one per algorithm:
   kernels/sgemm_tf32/02_mma_m16n8k8_stages.cu    sgemm_mma_tf32_stages (math "mma"): the same
       pipeline issuing PTX mma.sync.m16n8k8 itself (and the same ROUND). ptxas lowers every TF32
       wmma m16n16k8 MMA to four HMMA.1684 (m16n8k4), whose issue rate caps any WMMA TF32 GEMM on
-      an H200 at 226-235 TFLOP/s, 60-63% of cuBLAS TF32, even with no loads at all
+      an H200 at 226-236 TFLOP/s, 57-63% of cuBLAS TF32, even with no loads at all
       (scripts/tc_peak.py); the GEMMs reach 125 (rounded) and 146 (`_trunc`). mma.sync m16n8k8
-      is one HMMA.1688 per 16x8x8 (ceiling 265-313).
+      is one HMMA.1688 per 16x8x8 (ceiling 265-314).
   kernels/sgemm_tf32/03_wgmma_m64nNk8_rs.cu     sgemm_wgmma_tf32_rs (math "wgmma", sm_90a only):
       Hopper wgmma m64nNk8 computing C^T = B^T A^T per warpgroup, so that the shared-memory
       operand is A row-major (K-major, as wgmma .tf32 requires; 128-byte swizzle) and B comes
