@@ -14,6 +14,7 @@
 // Every accumulator is written out at the end so nothing can be dropped as dead code. The
 // operands hold 1.0 / small integers: the result is exact and is checked by tc_peak.py.
 #include <mma.h>
+#include "../kernels/lib/mma.cuh"
 #include "../kernels/sgemm_tf32/tf32.cuh"
 
 template <int ACC>
@@ -63,7 +64,7 @@ __global__ void peak_mma_m16n8k8(float* out, int iters) {
   float d[ACC][4] = {};
   for (int i = 0; i < iters; ++i) {
 #pragma unroll
-    for (int j = 0; j < ACC; ++j) cugemm_tf32::mma_m16n8k8_tf32(d[j], a, b);
+    for (int j = 0; j < ACC; ++j) mma_m16n8k8_tf32(d[j], a, b);
   }
   store_acc(out, d);
 }
@@ -82,7 +83,8 @@ __global__ void peak_mma_m16n8k4(float* out, int iters) {
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#include "../kernels/sgemm_tf32/wgmma.cuh"
+#include "../kernels/lib/barrier.cuh"
+#include "../kernels/lib/wgmma.cuh"
 
 // One warpgroup (128 threads) per block. B: 8 x 256 TF32, K-major, 128-byte swizzle (256 rows of
 // 128 bytes, of which each wgmma reads the first 32); every value 1.0, so the swizzle is moot.
@@ -91,7 +93,7 @@ template <int GROUP>
 __global__ void __launch_bounds__(128) peak_wgmma_tf32(float* out, int iters) {
   __shared__ __align__(1024) float bs[256 * 32];
   for (int i = threadIdx.x; i < 256 * 32; i += 128) bs[i] = 1.0f;
-  cugemm_wgmma::fence_proxy_async_shared();
+  fence_proxy_async_shared();
   __syncthreads();
   const unsigned one = __float_as_uint(1.0f);
   const unsigned a[4] = {one, one, one, one};

@@ -13,7 +13,6 @@
 // Launch:  grid = (ceil(N/BN), ceil(M/BM), 1), block = (BN, BM, 1): threadIdx.x walks N (so a
 //   warp reads B and writes C along contiguous columns), threadIdx.y walks M. Config: <16, 16>.
 #include <cuda_fp16.h>
-#include "../common.cuh"
 
 template <int BM, int BN>
 __global__ void __launch_bounds__(BM * BN)

@@ -17,7 +17,6 @@
 // Launch:  grid = (ceil(N/BN), ceil(M/BM), 1), block = (BN, BM, 1): threadIdx.x walks N,
 //   threadIdx.y walks M. Config: <32, 32, 32> (1024 threads, 4 KiB static shared memory).
 #include <cuda_fp16.h>
-#include "../common.cuh"
 
 template <int BM, int BN, int BK>
 __global__ void __launch_bounds__(BM * BN)

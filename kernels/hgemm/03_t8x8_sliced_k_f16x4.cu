@@ -28,7 +28,8 @@
 // Launch:  grid = (N/BN, M/BM, 1), block = (BN/TN, BM/TM, 1): threadIdx.x walks N, threadIdx.y
 //   walks M. Configs: <128, 128, 8, 8, 8, false> and <..., true> (256 threads, 4 KiB smem).
 #include <cuda_fp16.h>
-#include "../common.cuh"
+#include "../lib/half.cuh"
+#include "../lib/move.cuh"
 
 template <int BM, int BN, int BK, int TM, int TN, bool PACK>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))

@@ -41,7 +41,8 @@
 //     < 64,  64, 16, 4, 4, 4, true, 0|4> t4x4 f16x4 pack_bcf (+offset)
 //     <128, 128,  8, 8, 8, 8, true, 0|8> t8x8 f16x8 pack_bcf (+offset)
 #include <cuda_fp16.h>
-#include "../common.cuh"
+#include "../lib/half.cuh"
+#include "../lib/move.cuh"
 
 template <int BM, int BN, int BK, int TM, int TN, int VEC, bool PACK, int PAD>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))

@@ -22,7 +22,7 @@
 //   8 KiB static shared memory). With PAD = 0 its transposed A stores are 2-way conflicted, as in
 //   rung 4.
 #include <cuda_fp16.h>
-#include "../common.cuh"
+#include "../lib/half.cuh"
 
 template <int BM, int BN, int BK, int TM, int TN, int VEC, int PAD>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))

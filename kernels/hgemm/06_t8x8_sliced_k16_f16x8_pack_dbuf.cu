@@ -34,7 +34,7 @@
 //     <128, 128, 32,  8, 8, 0>    t8x8 k32             32 KiB
 //     <256, 128, 32, 16, 8, 0>    t16x8 k32            48 KiB
 #include <cuda_fp16.h>
-#include "../common.cuh"
+#include "../lib/half.cuh"
 
 template <int BM, int BN, int BK, int TM, int TN, int PAD>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))

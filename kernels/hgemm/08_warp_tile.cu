@@ -61,7 +61,7 @@
 //   aligned (then every row of A, B and C starts 16-byte aligned, K and N being multiples of 8).
 //   K = 0 writes zeros. 32-bit int indexing: M * K, K * N, M * N < 2^31.
 #include <cuda_fp16.h>
-#include "../common.cuh"
+#include "../lib/half.cuh"
 
 __host__ __device__ constexpr int hgemm_warp_tile_min_blocks(int tm, int tn, bool dup_a) {
   return tm * tn * (dup_a ? 2 : 1) <= 128 ? 2 : 1;

@@ -20,7 +20,7 @@
 //  4. Padded shared rows (PAD = 8 halves): A rows of BK + 8 and B rows of BN + 8 halves are odd
 //     multiples of 16 bytes, so every ldmatrix phase is conflict-free. (load_matrix_sync needs a
 //     constant leading dimension, which rules out XOR swizzles.)
-//  5. Optional block swizzle (SWIZZLE = G > 1 block rows per group, swizzle_block) for L2 reuse.
+//  5. Optional block swizzle (SWIZZLE = G > 1 block rows per group; lib/raster.cuh) for L2 reuse.
 //  6. Epilogue: fp32 accumulators -> fp16 through a per-warp shared-memory strip, written to C
 //     in 16-byte stores that fill whole 32-byte sectors (warp_store_c), the pipeline's shared
 //     memory reused for it.
@@ -33,22 +33,28 @@
 // Preconditions: M % BM == 0, N % BN == 0, K % BK == 0, K >= BK; a, b, c 16-byte aligned;
 //   32-bit indices; sm_80+ (cp.async).
 // Launch: grid = (N / BN, M / BM, 1) (remapped inside when SWIZZLE > 1), block =
-//   (32 * WARPS_M * WARPS_N, 1, 1), dynamic shared memory = hgemm_wmma_stages_smem_bytes(...) =
+//   (32 * WARPS_M * WARPS_N, 1, 1), dynamic shared memory = hgemm_wmma_stages_smem_bytes<...> =
 //   max(STAGES * (BM * (BK + PAD) + BK * (BN + PAD)) * 2, fp32 epilogue scratch); over 48 KB the
 //   caller raises cudaFuncAttributeMaxDynamicSharedMemorySize first (cugemm's JIT does).
 #include <mma.h>
 #include <cuda_fp16.h>
 
+#include "../lib/raster.cuh"
 #include "wmma_common.cuh"
 
-// Dynamic shared memory of one block (bytes); the Python registry computes the same number.
-__host__ __device__ constexpr int hgemm_wmma_stages_smem_bytes(int bm, int bn, int bk, int stages,
-                                                                int pad, int warps, int wmma_m,
-                                                                int wmma_n, int wtn, bool f16acc) {
-  const int pipe = stages * (bm * (bk + pad) + bk * (bn + pad)) * 2;
-  const int epi = f16acc ? 0 : warps * cugemm_wmma::scratch_floats(wmma_m, wmma_n, wtn) * 4;
+// Dynamic shared memory of one block (bytes): STAGES A and B tiles with padded rows, or the fp32
+// epilogue's per-warp scratch strips if larger. Declared with the kernel's own template parameters;
+// the Python registry computes the same number and a CPU test compares the two.
+template <int WMMA_M, int WMMA_N, int WMMA_K, int WARPS_M, int WARPS_N, int WARP_TILE_M,
+          int WARP_TILE_N, int WARP_TILE_K, int STAGES, int PAD, int SWIZZLE, bool F16ACC>
+__device__ constexpr int hgemm_wmma_stages_smem_bytes = [] {
+  constexpr int bm = WMMA_M * WARP_TILE_M * WARPS_M, bn = WMMA_N * WARP_TILE_N * WARPS_N;
+  constexpr int bk = WMMA_K * WARP_TILE_K;
+  constexpr int pipe = STAGES * (bm * (bk + PAD) + bk * (bn + PAD)) * 2;
+  constexpr int epi =
+      F16ACC ? 0 : WARPS_M * WARPS_N * cugemm_wmma::scratch_floats(WMMA_M, WMMA_N, WARP_TILE_N) * 4;
   return pipe > epi ? pipe : epi;
-}
+}();
 // Blocks per SM asked of the register allocator: 2 when the accumulators take at most 64
 // registers per thread (up to 128 registers each), else 1 (up to 255).
 __host__ __device__ constexpr int hgemm_wmma_stages_min_blocks(int frags, bool f16acc) {
@@ -76,17 +82,16 @@ hgemm_wmma_stages(const half* __restrict__ a, const half* __restrict__ b, half* 
   using CopyB = TileCopy<BK, BN, LDB, NT>;
   constexpr int STAGE = BM * LDA + BK * LDB;  // halves per stage: A tile, then B tile
   static_assert((BM * LDA * 2) % 32 == 0 && (STAGE * 2) % 32 == 0, "tiles must start 32-byte aligned");
-  static_assert(hgemm_wmma_stages_smem_bytes(BM, BN, BK, STAGES, PAD, NT / 32, WMMA_M, WMMA_N, WTN,
-                                             F16ACC) <= 227 * 1024,
+  static_assert(hgemm_wmma_stages_smem_bytes<WMMA_M, WMMA_N, WMMA_K, WARPS_M, WARPS_N, WTM, WTN, WTK,
+                                             STAGES, PAD, SWIZZLE, F16ACC> <= 227 * 1024,
                 "more shared memory than an SM offers a block");
   extern __shared__ __align__(128) unsigned char smem[];
   half* const s_base = reinterpret_cast<half*>(smem);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
-  int bm, bn;
-  swizzle_block<SWIZZLE>(bm, bn);
-  const int m0 = bm * BM, n0 = bn * BN;
+  const TileCoord tile = block_tile_grouped<SWIZZLE>();
+  const int m0 = tile.row * BM, n0 = tile.col * BN;
   const int wm0 = warp_m * WTM * WMMA_M, wn0 = warp_n * WTN * WMMA_N;
 
   const int a_dst = CopyA::smem_offset(tid), b_dst = BM * LDA + CopyB::smem_offset(tid);

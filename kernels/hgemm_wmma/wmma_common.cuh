@@ -1,8 +1,6 @@
 // cugemm/kernels/hgemm_wmma/wmma_common.cuh: helpers of the WMMA HGEMM family (kernels/hgemm_wmma/).
 //
-// The JIT pastes this file (and ../common.cuh, which it includes) into each kernel source in place
-// of its `#include "wmma_common.cuh"` line. The kernel file includes <mma.h> and <cuda_fp16.h>
-// before it; this header includes no CUDA header of its own.
+// It includes what it uses (the WMMA API from <mma.h>, fp16 types, the shared device library).
 //
 //   FragA / FragB / FragC    the WMMA fragment types of a WM x WN x WK shape (row-major A and B;
 //                            the accumulator is float, or half when F16ACC)
@@ -10,9 +8,13 @@
 //                            registers (sync) or cp.async (async, 16-byte chunks only)
 //   warp_store_c             a warp's WTM x WTN accumulator fragments -> C as fp16: fp32 through a
 //                            per-warp shared-memory scratch strip and 16-byte stores, fp16 directly
-//   swizzle_block            block-index remap that walks the grid in groups of G block rows
 #pragma once
-#include "../common.cuh"
+#include <cuda_fp16.h>
+#include <mma.h>
+
+#include "../lib/cp_async.cuh"
+#include "../lib/mma.cuh"
+#include "../lib/move.cuh"
 
 namespace cugemm_wmma {
 
@@ -36,10 +38,6 @@ __host__ __device__ constexpr bool is_wmma_f16_shape(int m, int n, int k) {
 // Whether a shared-memory row stride of `ld` halves lets ldmatrix (what load_matrix_sync becomes on
 // sm_80+) read its eight 16-byte rows from eight different 16-byte bank groups: stride/16 B odd.
 __host__ __device__ constexpr bool ldsm_conflict_free(int ld) { return (ld * 2 / 16) % 2 == 1; }
-
-CUGEMM_DEVICE void copy_4B(void* dst, const void* src) {
-  *reinterpret_cast<unsigned*>(dst) = *reinterpret_cast<const unsigned*>(src);
-}
 
 // ---- global -> shared tile copies -----------------------------------------------------------
 // A ROWS x COLS tile of halves whose rows are `ldg` halves apart in global memory goes to shared
@@ -86,19 +84,6 @@ struct TileCopy {
 };
 
 // ---- epilogue --------------------------------------------------------------------------------
-CUGEMM_DEVICE unsigned pack_half2(float lo, float hi) {
-  const half2 h = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const unsigned*>(&h);
-}
-
-// One 16-byte global store (st.global.v4.b32; `p` 16-byte aligned). Written out in PTX because
-// NVVM split a uint4 assignment here into four 4-byte stores (partial-sector writes): with them
-// hgemm_wmma_fast took 0.136 ms at 4096x4096x1024 on an H200, with this store 0.105 ms.
-CUGEMM_DEVICE void st_global_16B(void* p, unsigned x, unsigned y, unsigned z, unsigned w) {
-  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(__cvta_generic_to_global(p)),
-               "r"(x), "r"(y), "r"(z), "r"(w));
-}
-
 // Floats in the per-warp scratch strip of the fp32 epilogue: WM rows of WTN*WN (+4) floats.
 __host__ __device__ constexpr int scratch_floats(int wm, int wn, int wtn) { return wm * (wtn * wn + 4); }
 
@@ -139,33 +124,11 @@ CUGEMM_DEVICE void warp_store_c(half* c, int ldc, FragC<WM, WN, WK, F16ACC> (&ac
         const int r = e % WM, col = 8 * (e / WM);
         const float4 lo = load_f32x4(scratch + r * LD + col);
         const float4 hi = load_f32x4(scratch + r * LD + col + 4);
-        st_global_16B(c + (i * WM + r) * ldc + col, pack_half2(lo.x, lo.y), pack_half2(lo.z, lo.w),
-                      pack_half2(hi.x, hi.y), pack_half2(hi.z, hi.w));
+        st_global_16B(c + (i * WM + r) * ldc + col, pack2<half>(lo.x, lo.y), pack2<half>(lo.z, lo.w),
+                      pack2<half>(hi.x, hi.y), pack2<half>(hi.z, hi.w));
       }
       __syncwarp();  // the next strip overwrites the scratch
     }
-  }
-}
-
-// ---- block swizzle ---------------------------------------------------------------------------
-// The launch grid is (ceil(N/BN), ceil(M/BM)); blocks start roughly in linear order
-// id = blockIdx.y * gridDim.x + blockIdx.x. With G > 1, consecutive ids walk a group of G block
-// rows column by column (G blocks down, then the next column), so the blocks resident at one time
-// share G rows of A and a narrow band of B columns: more L2 hits. G <= 1: no remap.
-template <int G>
-CUGEMM_DEVICE void swizzle_block(int& bm, int& bn) {
-  if constexpr (G <= 1) {
-    bm = blockIdx.y;
-    bn = blockIdx.x;
-  } else {
-    const int grid_n = gridDim.x, grid_m = gridDim.y;
-    const int id = blockIdx.y * grid_n + blockIdx.x;
-    const int per_group = G * grid_n;
-    const int first_m = id / per_group * G;
-    const int rows = min(grid_m - first_m, G);  // the last group may be shorter
-    const int in_group = id % per_group;
-    bm = first_m + in_group % rows;
-    bn = in_group / rows;
   }
 }
 

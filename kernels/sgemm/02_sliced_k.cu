@@ -15,7 +15,6 @@
 //   a last, partial round is guarded, so no relation between BM, BN and BK is needed.
 // Launch:  grid = (ceil(N/BN), ceil(M/BM), 1), block = (BN, BM, 1): threadIdx.x walks N,
 //   threadIdx.y walks M. Config: <32, 32, 32> (1024 threads, 8 KiB static shared memory).
-#include "../common.cuh"
 
 template <int BM, int BN, int BK>
 __global__ void __launch_bounds__(BM * BN)

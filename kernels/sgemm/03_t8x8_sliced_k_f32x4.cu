@@ -15,7 +15,7 @@
 //   access aligned.
 // Launch:  grid = (N/BN, M/BM, 1), block = (BN/TN, BM/TM, 1): threadIdx.x walks N, threadIdx.y
 //   walks M. Config: <128, 128, 8, 8, 8> (256 threads, 8 KiB static shared memory).
-#include "../common.cuh"
+#include "../lib/move.cuh"
 
 template <int BM, int BN, int BK, int TM, int TN>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))

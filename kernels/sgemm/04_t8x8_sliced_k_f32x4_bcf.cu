@@ -24,7 +24,7 @@
 //   aligned.
 // Launch:  grid = (N/BN, M/BM, 1), block = (BN/TN, BM/TM, 1): threadIdx.x walks N, threadIdx.y
 //   walks M. Configs: <128, 128, 8, 8, 8, 0> and <128, 128, 8, 8, 8, 4> (256 threads each).
-#include "../common.cuh"
+#include "../lib/move.cuh"
 
 template <int BM, int BN, int BK, int TM, int TN, int PAD>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))

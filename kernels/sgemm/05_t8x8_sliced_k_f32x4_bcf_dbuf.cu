@@ -25,7 +25,7 @@
 //   Bank conflicts left, as a cost of these shapes (not bugs): t8x16's halves are 8 floats,
 //   two float4s per thread 32 bytes apart, so its s_b reads are 2-way conflicted; with BK = 16
 //   a warp's transposed A stores hit 4 rows of s_a that start in the same bank (4-way).
-#include "../common.cuh"
+#include "../lib/move.cuh"
 
 template <int BM, int BN, int BK, int TM, int TN, int PAD>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))

@@ -22,7 +22,8 @@
 //     <128, 128, 16, 8,  8, 0>  t8x8, k16    256 threads
 //     <128, 128, 16, 8, 16, 0>  t8x16, k16   128 threads  (block 8 x 16)
 //   (t8x16: its s_b reads are 2-way bank-conflicted, as in rung 5.)
-#include "../common.cuh"
+#include "../lib/cp_async.cuh"
+#include "../lib/move.cuh"
 
 template <int BM, int BN, int BK, int TM, int TN, int PAD>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))

@@ -57,7 +57,7 @@
 //     stride BM + 4 (= 4 mod 32 banks when BM % 32 == 0), so the transposed scalar stores of a
 //     warp land in 32 different banks, and keeps every row 16-byte aligned for LDS.128.
 //   Bs[k][n], k < BK, n < BN: B tile as it is in memory (already k-major).
-#include "../common.cuh"
+#include "../lib/move.cuh"
 
 __host__ __device__ constexpr int warp_tile_min_blocks(int tm, int tn) {
   return tm * tn <= 64 ? 2 : 1;

@@ -23,7 +23,6 @@
 #define _CG_LIMIT_INCLUDED_DEPENDENCIES 1
 #include <cooperative_groups.h>
 
-#include "../common.cuh"
 
 template <int TILE, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)

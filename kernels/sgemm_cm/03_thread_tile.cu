@@ -27,7 +27,6 @@
 #define _CG_LIMIT_INCLUDED_DEPENDENCIES 1
 #include <cooperative_groups.h>
 
-#include "../common.cuh"
 
 template <int TILE, int TM, int TN>
 __global__ void __launch_bounds__((TILE / TM) * (TILE / TN))

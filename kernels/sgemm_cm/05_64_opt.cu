@@ -29,7 +29,7 @@
 #define _CG_LIMIT_INCLUDED_DEPENDENCIES 1
 #include <cooperative_groups.h>
 
-#include "../common.cuh"
+#include "../lib/move.cuh"
 
 template <int BM, int BN, int BK, int TM, int TN>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))

@@ -29,10 +29,10 @@
 //  6. DSMEM: the ring lives in dynamic shared memory (extern __shared__), so it may pass the 48 KB
 //     static limit: the JIT raises cudaFuncAttributeMaxDynamicSharedMemorySize from
 //     Variant.smem_dynamic. Without DSMEM it is a static array (at most 48 KB).
-//  7. SWIZZLE (block swizzle): the grid walks C in bands of swizzle_stride columns: blocks
-//     (x, y, z) = (column inside the band, block row, band), and CUDA launches x fastest, then y,
-//     then z, so blocks that run at the same time share the same few B column panels and
-//     consecutive A row panels in L2. Without SWIZZLE the stride argument is ignored.
+//  7. SWIZZLE (block swizzle): the blocks walk C in bands of swizzle_stride columns, each band
+//     row by row (lib/raster.cuh, raster_grouped over tile columns), so blocks that run at the
+//     same time share the same few B column panels and consecutive A row panels in L2. Without
+//     SWIZZLE the stride argument is ignored.
 //  8. Epilogue through shared memory: each accumulator fragment is stored (store_matrix_sync) to
 //     a per-warp 16 x 20 float scratch, then written to C as 16-byte stores, so C needs only the
 //     16-byte alignment of the shape rules (wmma stores to global would need 32).
@@ -62,22 +62,32 @@
 // Launch: block = (WARPS_M * WARPS_N * 32, 1, 1). Shared memory:
 //   STAGES * (BM * (BK + A_PAD) + BK * (BN + B_PAD)) * 4 bytes, dynamic when DSMEM (pass it at
 //   launch, raise the attribute above 48 KB), else static.
-//   grid, !SWIZZLE: (N / BN, M / BM, 1); swizzle_stride is ignored (pass 0).
-//   grid,  SWIZZLE: (swizzle_stride / BN, M / BM, ceil(N / swizzle_stride)), with swizzle_stride a
-//     positive multiple of BN; blocks past column N (last band narrower) return at once. The
-//     stride rule is the family's (cugemm/families/sgemm_tf32.py): the notes' N / 4 rounded down
-//     to a multiple of 256, or one band (no swizzle) when that is under 256.
+//   grid: (N / BN, M / BM, 1). swizzle_stride: with SWIZZLE a positive multiple of BN (the last
+//     band may be narrower), else ignored (pass 0). The stride rule is the family's
+//     (cugemm/families/sgemm_tf32.py): the notes' N / 4 rounded down to a multiple of 256, or one
+//     band (no swizzle) when that is under 256.
 //
 // Preconditions (checked by the caller): M % BM == 0, N % BN == 0, K % BK == 0, K >= BK; a, b, c
 // 16-byte aligned (then every row of A, B and C is, as K and N are multiples of 4); M * K, K * N,
 // M * N < 2^31 (32-bit indices). Needs sm_80+ (cp.async, TF32 wmma).
 #include <mma.h>
-#include "../common.cuh"
+
+#include "../lib/cp_async.cuh"
+#include "../lib/move.cuh"
+#include "../lib/pipeline.cuh"
+#include "../lib/raster.cuh"
 #include "tf32.cuh"
 
 // Blocks per SM asked of the register allocator: 2 when the accumulators take at most 64
 // registers a thread (8 fragments of 8 floats), else 1 (up to 255 registers).
 __host__ __device__ constexpr int wmma_tf32_min_blocks(int frags) { return frags <= 8 ? 2 : 1; }
+
+// Dynamic shared memory of one block (bytes; 0 without DSMEM), with the kernel's own template
+// parameters: the Python registry computes the same number and a CPU test compares the two.
+template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int A_PAD,
+          int B_PAD, bool SHARED_LD, bool DSMEM, bool SWIZZLE, bool ROUND>
+__device__ constexpr int sgemm_wmma_tf32_stages_smem_bytes =
+    DSMEM ? STAGES * (16 * FRAGS_M * WARPS_M * (BK + A_PAD) + BK * (16 * FRAGS_N * WARPS_N + B_PAD)) * 4 : 0;
 
 template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int A_PAD,
           int B_PAD, bool SHARED_LD, bool DSMEM, bool SWIZZLE, bool ROUND>
@@ -118,6 +128,10 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, wmma_tf32_min_blocks(F
                 "stages must start 32-byte aligned (load_matrix_sync)");
   static_assert(WARPS_M * WARPS_N * SCRATCH <= SMEM_FLOATS, "epilogue scratch must fit the ring");
   static_assert(DSMEM || SMEM_FLOATS * 4 <= 48 * 1024, "static shared memory is capped at 48 KB");
+  static_assert(sgemm_wmma_tf32_stages_smem_bytes<WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK, STAGES, A_PAD,
+                                                  B_PAD, SHARED_LD, DSMEM, SWIZZLE, ROUND> ==
+                    (DSMEM ? SMEM_FLOATS * 4 : 0),
+                "the declared dynamic shared memory is the ring's");
 
   extern __shared__ __align__(128) float smem_dynamic[];
   __shared__ __align__(128) float smem_static[DSMEM ? 8 : SMEM_FLOATS];
@@ -125,19 +139,23 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, wmma_tf32_min_blocks(F
   float* const sA = smem;                     // STAGES x [BM][LDA]
   float* const sB = smem + STAGES * A_STAGE;  // STAGES x [BK][LDB]
 
-  int bx = blockIdx.x;
+  // SWIZZLE: bands of swizzle_stride / BN tile columns, each walked row by row (lib/raster.cuh)
+  int bm = blockIdx.y, bn = blockIdx.x;
   if (SWIZZLE) {
-    bx += blockIdx.z * (swizzle_stride / BN);
-    if (bx * BN >= N) return;  // the last band is narrower than the stride
+    const TileCoord t = raster_grouped(blockIdx.y * gridDim.x + blockIdx.x, gridDim.x, gridDim.y,
+                                       swizzle_stride / BN);
+    bm = t.col;
+    bn = t.row;
   }
-  const int m0 = blockIdx.y * BM;
-  const int n0 = bx * BN;
+  const int m0 = bm * BM;
+  const int n0 = bn * BN;
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   const int warp_m = warp / WARPS_N;
   const int warp_n = warp % WARPS_N;
+  const int c_off = (m0 + warp_m * WM) * N + n0 + warp_n * WN;  // this warp's C tile
 
   // ---- global -> shared (cp.async, 16 bytes) ---------------------------------------------------
   const int a_row = tid / A_CPR, a_col = tid % A_CPR * 4;
@@ -199,7 +217,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, wmma_tf32_min_blocks(F
     for (int j = 0; j < FRAGS_N; ++j) wmma::fill_fragment(acc[i][j], 0.f);
 
   // ---- the pipeline: the cp.async ring of tf32.cuh -----------------------------------------------
-  cugemm_tf32::ring_pipeline<STAGES, KSTEPS>(
+  ring_pipeline<STAGES, KSTEPS>(
       num_kt, issue, load_frags,
       [&](int p) __attribute__((always_inline)) {
 #pragma unroll
@@ -215,10 +233,10 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, wmma_tf32_min_blocks(F
       });
 
   // ---- epilogue: fragment -> per-warp shared scratch -> 16-byte stores to C ---------------------
+  float* const c_warp = c + c_off;
   cp_async_wait<0>();  // only empty groups can be left, but leave none
   __syncthreads();     // every warp is done with the ring: it becomes the scratch
   float* const scratch = smem + warp * SCRATCH;
-  float* const c_warp = c + (m0 + warp_m * WM) * N + n0 + warp_n * WN;
 #pragma unroll
   for (int i = 0; i < FRAGS_M; ++i) {
 #pragma unroll

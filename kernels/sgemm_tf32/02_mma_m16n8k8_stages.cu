@@ -8,7 +8,7 @@
 // instructions, whatever the layouts, and every WMMA configuration measured lands at ~120 TFLOP/s
 // on an H200 (4096^3), under 40% of the register-only mma.sync m16n8k8 peak (322). Here the warp
 // issues mma.sync.m16n8k8 itself (one HMMA.1688 each; 157-176 TFLOP/s measured, the same
-// pipeline) on fragments whose layout the PTX ISA specifies (see tf32.cuh), which also allows
+// pipeline) on fragments whose layout the PTX ISA specifies (see lib/mma.cuh), which also allows
 // what the opaque wmma fragments do not:
 //  1. A fragments through ldmatrix.x4 (one instruction for a 16 x 8 fp32 tile: its four 8 x 4
 //     quarters are four 8 x 16-byte b16 matrices) instead of four scalar loads.
@@ -42,14 +42,22 @@
 //
 // Launch: block = (WARPS_M * WARPS_N * 32, 1, 1); dynamic shared memory
 //   STAGES * (BM * (BK + A_PAD) + BK * (BN + B_PAD)) * 4 bytes (raise the attribute above 48 KB);
-//   grid as in 01: (N / BN, M / BM, 1), or with SWIZZLE (swizzle_stride / BN, M / BM,
-//   ceil(N / swizzle_stride)) for a swizzle_stride that is a positive multiple of BN.
+//   grid as in 01: (N / BN, M / BM, 1); swizzle_stride as in 01.
 //
 // Preconditions (checked by the caller): M % BM == 0, N % BN == 0, K % BK == 0, K >= BK; a, b, c
 // 16-byte aligned; M * K, K * N, M * N < 2^31. Needs sm_80+ (cp.async, ldmatrix, mma tf32).
-#include <mma.h>
-#include "../common.cuh"
-#include "tf32.cuh"
+#include "../lib/cp_async.cuh"
+#include "../lib/mma.cuh"
+#include "../lib/move.cuh"
+#include "../lib/pipeline.cuh"
+#include "../lib/raster.cuh"
+
+// Dynamic shared memory of one block (bytes), with the kernel's own template parameters: the
+// Python registry computes the same number and a CPU test compares the two.
+template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int A_PAD,
+          int B_PAD, bool SWIZZLE, bool ROUND>
+__device__ constexpr int sgemm_mma_tf32_stages_smem_bytes =
+    STAGES * (16 * FRAGS_M * WARPS_M * (BK + A_PAD) + BK * (8 * FRAGS_N * WARPS_N + B_PAD)) * 4;
 
 template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int A_PAD,
           int B_PAD, bool SWIZZLE, bool ROUND>
@@ -77,6 +85,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
   static_assert(NT <= 1024, "too many threads per block");
   static_assert(BK % 8 == 0, "BK must be a multiple of the mma k step (8)");
   static_assert(STAGES >= 2, "the pipeline needs at least two stages");
+  static_assert(sgemm_mma_tf32_stages_smem_bytes<WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK, STAGES, A_PAD,
+                                                 B_PAD, SWIZZLE, ROUND> == STAGES * (A_STAGE + B_STAGE) * 4,
+                "the declared dynamic shared memory is the ring's");
   static_assert(A_PAD >= 0 && A_PAD % 4 == 0 && B_PAD >= 0 && B_PAD % 4 == 0,
                 "padding must keep shared rows 16-byte aligned (cp.async 16, ldmatrix rows)");
   static_assert(NT % A_CPR == 0 && BM % A_RPP == 0, "A tile: whole rows per pass, whole passes");
@@ -86,13 +97,16 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
   float* const sA = smem;                     // STAGES x [BM][LDA]
   float* const sB = smem + STAGES * A_STAGE;  // STAGES x [BK][LDB]
 
-  int bx = blockIdx.x;
+  // SWIZZLE: bands of swizzle_stride / BN tile columns, each walked row by row (lib/raster.cuh)
+  int bm = blockIdx.y, bn = blockIdx.x;
   if (SWIZZLE) {
-    bx += blockIdx.z * (swizzle_stride / BN);
-    if (bx * BN >= N) return;  // the last band is narrower than the stride
+    const TileCoord t = raster_grouped(blockIdx.y * gridDim.x + blockIdx.x, gridDim.x, gridDim.y,
+                                       swizzle_stride / BN);
+    bm = t.col;
+    bn = t.row;
   }
-  const int m0 = blockIdx.y * BM;
-  const int n0 = bx * BN;
+  const int m0 = bm * BM;
+  const int n0 = bn * BN;
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -138,7 +152,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
   auto load_frags = [&](int s, int kk, int p) __attribute__((always_inline)) {
 #pragma unroll
     for (int i = 0; i < FRAGS_M; ++i)
-      cugemm_tf32::ldmatrix_x4(fa[p][i], a_lane + s * A_STAGE + i * 16 * LDA + kk * 8);
+      ldmatrix_x4(fa[p][i], a_lane + s * A_STAGE + i * 16 * LDA + kk * 8);
     const float* bs = b_lane + s * B_STAGE + kk * 8 * LDB;
 #pragma unroll
     for (int j = 0; j < FRAGS_N; ++j) {
@@ -149,11 +163,11 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
 #pragma unroll
       for (int i = 0; i < FRAGS_M; ++i)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) fa[p][i][e] = cugemm_tf32::f32_to_tf32(fa[p][i][e]);
+        for (int e = 0; e < 4; ++e) fa[p][i][e] = f32_to_tf32(fa[p][i][e]);
 #pragma unroll
       for (int j = 0; j < FRAGS_N; ++j)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) fb[p][j][e] = cugemm_tf32::f32_to_tf32(fb[p][j][e]);
+        for (int e = 0; e < 2; ++e) fb[p][j][e] = f32_to_tf32(fb[p][j][e]);
     }
   };
 
@@ -164,14 +178,14 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
 
-  // ---- the pipeline: the cp.async ring of tf32.cuh, as in 01 ------------------------------------
-  cugemm_tf32::ring_pipeline<STAGES, KSTEPS>(
+  // ---- the pipeline: the cp.async ring of lib/pipeline.cuh, as in 01 -----------------------------
+  ring_pipeline<STAGES, KSTEPS>(
       num_kt, issue, load_frags,
       [&](int p) __attribute__((always_inline)) {
 #pragma unroll
         for (int i = 0; i < FRAGS_M; ++i)
 #pragma unroll
-          for (int j = 0; j < FRAGS_N; ++j) cugemm_tf32::mma_m16n8k8_tf32(acc[i][j], fa[p][i], fb[p][j]);
+          for (int j = 0; j < FRAGS_N; ++j) mma_m16n8k8_tf32(acc[i][j], fa[p][i], fb[p][j]);
       },
       [&]() __attribute__((always_inline)) {
 #pragma unroll

@@ -51,10 +51,17 @@
 //
 // Preconditions (checked by the caller): M % BM == 0, N % BN == 0, K % 32 == 0, K >= 32; a, b, c
 // 16-byte aligned; M * K, K * N, M * N < 2^31. Needs sm_90a (wgmma), compiled with -arch=sm_90a.
-#include <mma.h>
-#include "../common.cuh"
-#include "tf32.cuh"
-#include "wgmma.cuh"
+#include "../lib/barrier.cuh"
+#include "../lib/cp_async.cuh"
+#include "../lib/move.cuh"
+#include "../lib/swizzle.cuh"
+#include "wgmma_rs.cuh"
+
+// Dynamic shared memory of one block (bytes): the ring plus 1024 bytes of slack for aligning its
+// base to the swizzle atom. With the kernel's own template parameters: the Python registry computes
+// the same number and a CPU test compares the two.
+template <int BM, int WGS, int STAGES, int A_ROUND>
+__device__ constexpr int sgemm_wgmma_tf32_rs_smem_bytes = STAGES * (BM * 32 + 32 * (64 * WGS + 8)) * 4 + 1024;
 
 template <int BM, int WGS, int STAGES, int A_ROUND>
 __global__ void __launch_bounds__(WGS * 128, 1)
@@ -78,12 +85,15 @@ __global__ void __launch_bounds__(WGS * 128, 1)
   static_assert(WGS >= 1 && WGS <= 4, "1 to 4 warpgroups");
   static_assert(A_ROUND >= 0 && A_ROUND <= 2, "A_ROUND: 0 truncate, 1 in-place pass, 2 via registers");
   static_assert(STAGES >= 3, "one stage computing, one in flight in the tensor cores, one filling");
+  static_assert(sgemm_wgmma_tf32_rs_smem_bytes<BM, WGS, STAGES, A_ROUND> ==
+                    STAGES * (A_STAGE + B_STAGE) * 4 + 1024,
+                "the declared dynamic shared memory is the ring's plus the alignment slack");
   static_assert((A_STAGE * 4) % 1024 == 0, "swizzle atoms must stay 1024-byte aligned");
   static_assert(A_RPP % 8 == 0 && BM % A_RPP == 0, "A copy: whole swizzle atoms per pass");
   static_assert(NT % B_CPR == 0 && BK % B_RPP == 0, "B copy: whole rows per pass, whole passes");
 
   extern __shared__ float smem_raw[];
-  float* const sA = cugemm_wgmma::align_1024(smem_raw);  // STAGES x [BM][32], swizzled
+  float* const sA = align_1024(smem_raw);  // STAGES x [BM][32], swizzled
   float* const sB = sA + STAGES * A_STAGE;              // STAGES x [32][LDB]
   const unsigned sA_addr = smem_addr(sA);
 
@@ -100,7 +110,7 @@ __global__ void __launch_bounds__(WGS * 128, 1)
   // A: chunk ac = tid % 8 (k 4ac .. 4ac + 3) of rows tid / 8 + i * A_RPP, stored swizzled; the row
   // index mod 8 is the same on every pass, so is the swizzled chunk.
   const int a_row = tid >> 3, a_chunk = tid & 7;
-  const int a_dst = cugemm_wgmma::sw128_offset(a_row, a_chunk);  // floats within a stage
+  const int a_dst = sw128_offset(a_row, a_chunk);  // floats within a stage
   const float* a_next = a + (m0 + a_row) * K + a_chunk * 4;
   const int a_pass = A_RPP * K;
   // B: row-major tile [32][LDB]
@@ -134,7 +144,7 @@ __global__ void __launch_bounds__(WGS * 128, 1)
   auto store_a_regs = [&](int s) __attribute__((always_inline)) {
     float* const ad = sA + s * A_STAGE + a_dst;
 #pragma unroll
-    for (int i = 0; i < A_PASSES; ++i) store_f32x4(ad + i * A_RPP * BK, cugemm_tf32::round_f32x4(ra[i]));
+    for (int i = 0; i < A_PASSES; ++i) store_f32x4(ad + i * A_RPP * BK, round_f32x4(ra[i]));
   };
 
   // round this thread's own A chunks of stage s to TF32 in place (A_ROUND == 1)
@@ -142,7 +152,7 @@ __global__ void __launch_bounds__(WGS * 128, 1)
     float* const ad = sA + s * A_STAGE + a_dst;
 #pragma unroll
     for (int i = 0; i < A_PASSES; ++i)
-      store_f32x4(ad + i * A_RPP * BK, cugemm_tf32::round_f32x4(load_f32x4(ad + i * A_RPP * BK)));
+      store_f32x4(ad + i * A_RPP * BK, round_f32x4(load_f32x4(ad + i * A_RPP * BK)));
   };
 
   // register operand: wgmma A = (B tile slice)^T, rows n = 64 wg + 16 wq + g (+8), cols k = t (+4)
@@ -165,7 +175,7 @@ __global__ void __launch_bounds__(WGS * 128, 1)
   if (A_ROUND == 1) {
     cp_async_wait<PF - 1>();
     round_a(0);
-    cugemm_wgmma::fence_proxy_async_shared();
+    fence_proxy_async_shared();
   }
   if (A_ROUND == 2) {  // A of K-tiles 0 .. PF - 1 straight into their stages, K-tile PF to registers
 #pragma unroll
@@ -176,14 +186,14 @@ __global__ void __launch_bounds__(WGS * 128, 1)
       }
     }
     if (PF < num_kt) load_a_regs();
-    cugemm_wgmma::fence_proxy_async_shared();
+    fence_proxy_async_shared();
   }
 
   // K-tile kt (ring stage s = kt % STAGES)
   auto step = [&](const int kt, const int s) __attribute__((always_inline)) {
     if (A_ROUND != 1) {
       cp_async_wait<PF - 1>();  // this thread's copies of K-tile kt have landed
-      cugemm_wgmma::fence_proxy_async_shared();
+      fence_proxy_async_shared();
     }
     // (A_ROUND == 1: this thread rounded and fenced its K-tile kt chunks at the end of step kt - 1)
     __syncthreads();                   // every thread's K-tile kt is in; stage of kt - 2 is free
@@ -204,7 +214,7 @@ __global__ void __launch_bounds__(WGS * 128, 1)
       int ns = s + PF;
       if (ns >= STAGES) ns -= STAGES;
       if (kt + PF < num_kt) store_a_regs(ns);
-      cugemm_wgmma::fence_proxy_async_shared();
+      fence_proxy_async_shared();
       if (kt + PF + 1 < num_kt) load_a_regs();
     }
     if (A_ROUND == 1) {
@@ -212,7 +222,7 @@ __global__ void __launch_bounds__(WGS * 128, 1)
       // stage is neither read by a pending wgmma nor refilled before the next barrier)
       cp_async_wait<PF - 1>();  // committed: K-tiles <= kt + PF; kt + 1 landed
       if (kt + 1 < num_kt) round_a(s + 1 == STAGES ? 0 : s + 1);
-      cugemm_wgmma::fence_proxy_async_shared();
+      fence_proxy_async_shared();
     }
   };
 
@@ -224,6 +234,6 @@ __global__ void __launch_bounds__(WGS * 128, 1)
     s = (s + 1 == STAGES) ? 0 : s + 1;
   } while (++kt < num_kt);
 
-  // ---- epilogue: C^T from the accumulators, once the last group is done (wgmma.cuh) --------------
+  // ---- epilogue: C^T from the accumulators, once the last group is done (wgmma_rs.cuh) -----------
   cugemm_wgmma::store_ct<BM>(c + (m0 + 2 * t) * N + n0 + wg * 64 + wq * 16 + g, acc, N);
 }

@@ -42,28 +42,17 @@
 //
 // Preconditions (checked by the caller): M % 256 == 0, N % 128 == 0, K % 32 == 0, K >= 32; a, b, c
 // 16-byte aligned; M * K, K * N, M * N < 2^31. Needs sm_90a (wgmma, setmaxnreg).
-#include <mma.h>
-#include "../common.cuh"
-#include "tf32.cuh"
-#include "wgmma.cuh"
+#include "../lib/barrier.cuh"
+#include "../lib/cp_async.cuh"
+#include "../lib/move.cuh"
+#include "../lib/swizzle.cuh"
+#include "wgmma_rs.cuh"
 
-namespace ws {
-// bar.sync / bar.arrive on named barrier `id` (1..15; 0 is __syncthreads) for `count` threads
-__device__ __forceinline__ void bar_sync(int id, int count) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
-__device__ __forceinline__ void bar_arrive(int id, int count) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
-template <int REGS>
-__device__ __forceinline__ void setmaxnreg_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
-}
-template <int REGS>
-__device__ __forceinline__ void setmaxnreg_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
-}
-}  // namespace ws
+// Dynamic shared memory of one block (bytes): the ring plus 1024 bytes of alignment slack. With the
+// kernel's own template parameters: the Python registry computes the same number and a CPU test
+// compares the two.
+template <int STAGES, bool ROUND>
+__device__ constexpr int sgemm_wgmma_tf32_ws_smem_bytes = STAGES * (256 * 32 + 32 * 136) * 4 + 1024;
 
 template <int STAGES, bool ROUND>
 __global__ void __launch_bounds__(384, 1)
@@ -82,9 +71,11 @@ __global__ void __launch_bounds__(384, 1)
   constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
   static_assert(PRODUCER_REGS + 2 * CONSUMER_REGS <= 3 * 168, "register budget");
   static_assert(STAGES >= 3 && 1 + 2 * STAGES <= 16, "3 to 7 stages (16 named barriers)");
+  static_assert(sgemm_wgmma_tf32_ws_smem_bytes<STAGES, ROUND> == STAGES * (A_STAGE + B_STAGE) * 4 + 1024,
+                "the declared dynamic shared memory is the ring's plus the alignment slack");
 
   extern __shared__ float smem_raw[];
-  float* const sA = cugemm_wgmma::align_1024(smem_raw);  // STAGES x [BM][32], swizzled
+  float* const sA = align_1024(smem_raw);  // STAGES x [BM][32], swizzled
   float* const sB = sA + STAGES * A_STAGE;              // STAGES x [32][LDB]
 
   const int m0 = blockIdx.y * BM;
@@ -94,12 +85,12 @@ __global__ void __launch_bounds__(384, 1)
 
   if (wg == 2) {
     // ---- producer ------------------------------------------------------------------------------
-    ws::setmaxnreg_dec<PRODUCER_REGS>();
+    setmaxnreg_dec<PRODUCER_REGS>();
     const int p = threadIdx.x & 127;
     // A: chunk p % 8 (k 4 (p % 8) .. + 3) of rows p / 8 + 16 i, i = 0..15. Every row has the same
     // index mod 8, so the same swizzled chunk.
     const int a_row = p >> 3, a_chunk = p & 7;
-    const int a_dst = cugemm_wgmma::sw128_offset(a_row, a_chunk);
+    const int a_dst = sw128_offset(a_row, a_chunk);
     const float* a_next = a + (m0 + a_row) * K + a_chunk * 4;
     // B: 16-byte chunk p % 32 of rows p / 32 + 4 i, i = 0..7
     const int b_row = p >> 5, b_col = (p & 31) * 4;
@@ -114,7 +105,7 @@ __global__ void __launch_bounds__(384, 1)
     for (int j = 0; j < num_kt + LAG; ++j) {
       if (j < num_kt) {
         const int s = j % STAGES;
-        if (j >= STAGES) ws::bar_sync(EMPTY0 + s, THREADS);  // K-tile j - STAGES consumed
+        if (j >= STAGES) named_barrier_sync(EMPTY0 + s, THREADS);  // K-tile j - STAGES consumed
         float* const ad = sA + s * A_STAGE + a_dst;
 #pragma unroll
         for (int i = 0; i < 16; ++i) cp_async_16(ad + i * 16 * BK, a_next + i * 16 * K);
@@ -132,17 +123,17 @@ __global__ void __launch_bounds__(384, 1)
         if (ROUND) {
           float* const ad = sA + sp * A_STAGE + a_dst;
 #pragma unroll
-          for (int i = 0; i < 16; ++i) store_f32x4(ad + i * 16 * BK, cugemm_tf32::round_f32x4(load_f32x4(ad + i * 16 * BK)));
+          for (int i = 0; i < 16; ++i) store_f32x4(ad + i * 16 * BK, round_f32x4(load_f32x4(ad + i * 16 * BK)));
         }
-        cugemm_wgmma::fence_proxy_async_shared();  // cp.async data and rounded A -> tensor cores
-        ws::bar_arrive(FULL0 + sp, THREADS);
+        fence_proxy_async_shared();  // cp.async data and rounded A -> tensor cores
+        named_barrier_arrive(FULL0 + sp, THREADS);
       }
     }
     return;
   }
 
   // ---- consumers (warpgroups 0 and 1) ---------------------------------------------------------
-  ws::setmaxnreg_inc<CONSUMER_REGS>();
+  setmaxnreg_inc<CONSUMER_REGS>();
   const unsigned sA_addr = smem_addr(sA);
   const int lane = threadIdx.x & 31;
   const int wq = (threadIdx.x >> 5) & 3;  // warp within the warpgroup: rows 16 wq of its 64
@@ -158,15 +149,15 @@ __global__ void __launch_bounds__(384, 1)
   // wgmma group may be pending (ptxas would serialize the wgmmas over such moves; see 03)
   int kt = 0, s = 0;
   do {
-    ws::bar_sync(FULL0 + s, THREADS);       // K-tile kt is in stage s
+    named_barrier_sync(FULL0 + s, THREADS);       // K-tile kt is in stage s
     cugemm_wgmma::wait_group<0>();          // K-tile kt - 1's wgmmas are done: its stage and
     if (kt >= 1 && kt - 1 + STAGES < num_kt)  // the fragment registers are free
-      ws::bar_arrive(EMPTY0 + (s == 0 ? STAGES - 1 : s - 1), THREADS);
+      named_barrier_arrive(EMPTY0 + (s == 0 ? STAGES - 1 : s - 1), THREADS);
     cugemm_wgmma::load_bt_fragments<BK, LDB>(fa, b_lane + s * B_STAGE);
     cugemm_wgmma::mma_ktile<BK>(acc, fa, sA_addr + s * (A_STAGE * 4));
     s = (s + 1 == STAGES) ? 0 : s + 1;
   } while (++kt < num_kt);
 
-  // ---- epilogue: C^T from the accumulators, once the last group is done (wgmma.cuh) --------------
+  // ---- epilogue: C^T from the accumulators, once the last group is done (wgmma_rs.cuh) -----------
   cugemm_wgmma::store_ct<BM>(c + (m0 + 2 * t) * N + n0 + wg * 64 + wq * 16 + g, acc, N);
 }

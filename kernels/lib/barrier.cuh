@@ -1,0 +1,101 @@
+// cugemm/kernels/lib/barrier.cuh: synchronisation beyond __syncthreads, for the producer/consumer
+// kernels: named barriers, mbarriers (sm_90: transaction counts, cluster scope), the async-proxy
+// fence, setmaxnreg and the thread-block-cluster pieces.
+//
+// PTX ISA references: "bar, barrier", "mbarrier", "fence.proxy.async", "setmaxnreg", "Cluster".
+#pragma once
+#include "core.cuh"
+
+// ---- named barriers (sm_70+) -----------------------------------------------------------------
+// bar.sync / bar.arrive on barrier `id` (1..15; 0 is __syncthreads) for `count` threads (a multiple
+// of 32). bar.arrive never blocks: a producer arrives, the consumers sync (and vice versa).
+CUGEMM_DEVICE void named_barrier_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+CUGEMM_DEVICE void named_barrier_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+// ---- register reallocation between warpgroups (sm_90a) -----------------------------------------
+// Only effective when the kernel has a register cap at entry (__launch_bounds__(threads, 1)) and
+// each warpgroup's role is one branch of an if/else; ptxas warns (C7508) when it ignores them.
+template <int REGS>
+CUGEMM_DEVICE void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+template <int REGS>
+CUGEMM_DEVICE void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+
+// ---- proxy fence -----------------------------------------------------------------------------
+// Make this thread's generic-proxy shared-memory writes (st.shared, cp.async, stmatrix) visible to
+// the async proxy (wgmma operand reads, TMA stores); each writing thread, before the barrier.
+CUGEMM_DEVICE void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// ---- mbarriers (a 64-bit object in shared memory) --------------------------------------------
+// A phase completes when `count` arrivals have been made and every expected transaction byte
+// (TMA copies completing on it) has landed; waiters poll the phase's parity (0, 1, 0, ...).
+CUGEMM_DEVICE void mbarrier_init(unsigned long long* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+// Make initialised mbarriers visible to the other threads of the cluster and to the async proxy
+// (once, by the initialising thread, before the barrier that publishes them).
+CUGEMM_DEVICE void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// One arrival, and `bytes` more transaction bytes expected in the current phase (the producer, right
+// before issuing the TMA copies that will complete on this barrier).
+CUGEMM_DEVICE void mbarrier_arrive_expect_tx(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+CUGEMM_DEVICE void mbarrier_arrive(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+// An arrival on the mbarrier at the same offset in the shared memory of block `cta` of this
+// cluster (a consumer releasing a stage that another block's TMA multicast fills).
+CUGEMM_DEVICE void mbarrier_arrive_cluster(unsigned long long* bar, unsigned cta) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(cta)
+      : "memory");
+}
+// Whether the phase with parity `parity` has completed (try_wait may suspend the thread for a
+// system-dependent time before it answers no); mbarrier_wait loops on it.
+CUGEMM_DEVICE bool mbarrier_try_wait(unsigned long long* bar, unsigned parity) {
+  unsigned done;
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(smem_addr(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+CUGEMM_DEVICE void mbarrier_wait(unsigned long long* bar, unsigned parity) {
+  while (!mbarrier_try_wait(bar, parity)) {
+  }
+}
+
+// ---- thread-block clusters (sm_90) -----------------------------------------------------------
+CUGEMM_DEVICE unsigned cluster_ctarank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// All threads of all blocks of the cluster: arrive (release) then wait (acquire).
+CUGEMM_DEVICE void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
+                   : "memory");
+}

@@ -1,0 +1,29 @@
+// cugemm/kernels/lib/core.cuh: the one macro every device helper uses, and the generic -> shared
+// address conversion the PTX wrappers need.
+//
+// kernels/lib/ is cugemm's shared device library. Every header is self-contained (it includes what
+// it uses, so the order of #include lines never matters), holds no host code, and defines each
+// helper once; the family folders (kernels/<family>/) include what they use from here. The JIT
+// (cugemm/jit.py) pastes project headers into the kernel source in place of their #include
+// "..." lines (#pragma once is honoured), so CuPy's disk cache, keyed on the source text, sees
+// every edit made here. CUDA's own headers (#include <...>) stay includes.
+//
+//   core.cuh      CUGEMM_DEVICE, smem_addr
+//   move.cuh      16/8/4-byte vector moves and N-float register-array loads/stores
+//   half.cuh      half2 bit casts, N-half register-array loads/stores, the HFMA2 broadcast
+//   cp_async.cuh  cp.async (sm_80+): 16-byte (optionally zero-filling) and 4-byte copies, groups
+//   pipeline.cuh  the multi-stage cp.async ring over K-tiles (one barrier per K-tile)
+//   mma.cuh       ldmatrix / stmatrix and mma.sync (fp16, bf16, tf32), TF32 rounding
+//   swizzle.cuh   shared-memory XOR swizzles (the 128-byte TMA/wgmma layout), 1024-byte alignment
+//   raster.cuh    grid rasterisation: the order blocks (or persistent tiles) walk C in
+//   barrier.cuh   named barriers, mbarriers, async-proxy fences, setmaxnreg (sm_90)
+//   tma.cuh       TMA (cp.async.bulk.tensor) loads and stores, the CUtensorMap parameter (sm_90)
+//   wgmma.cuh     warpgroup MMA (sm_90a): descriptors, fences, commit/wait, the instructions
+#pragma once
+
+#define CUGEMM_DEVICE __device__ __forceinline__
+
+// The 32-bit shared-window address of a pointer into shared memory (what PTX .shared operands take).
+CUGEMM_DEVICE unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}

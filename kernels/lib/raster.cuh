@@ -1,0 +1,39 @@
+// cugemm/kernels/lib/raster.cuh: grid rasterisation, the order in which blocks (or a persistent
+// block's successive tiles) visit the tiles of C.
+//
+// Blocks start roughly in their linear launch order. In plain row-major order the blocks resident
+// at one time cover a few rows of tiles across the whole width of C: they share A's row panels
+// but read all of B, which then no longer fits in L2. Grouping fixes that: the tile grid is split
+// into bands of `group` tile rows and each band is walked column by column, `group` tiles down
+// before the next column, so the resident blocks share `group` row panels of A and a narrow band
+// of B's column panels, and most of their operand reads hit L2. Called with rows and columns
+// swapped, the same walk goes through bands of `group` tile columns, row by row (the TF32
+// notes' "block swizzle" in bands of swizzle_stride columns).
+#pragma once
+#include "core.cuh"
+
+struct TileCoord {
+  int row, col;
+};
+
+// The tile visited `id`-th (0 <= id < rows * cols) by the grouped walk above; the last band may
+// be shorter than `group`. group <= 1: row-major order.
+CUGEMM_DEVICE TileCoord raster_grouped(int id, int rows, int cols, int group) {
+  if (group <= 1) return {id / cols, id % cols};
+  const int per_band = group * cols;
+  const int first = id / per_band * group;
+  const int height = min(rows - first, group);
+  const int in_band = id % per_band;
+  return {first + in_band % height, in_band / height};
+}
+
+// This block's tile of a (gridDim.y x gridDim.x)-tile launch, walked in bands of G tile rows; for
+// G <= 1 simply (blockIdx.y, blockIdx.x).
+template <int G>
+CUGEMM_DEVICE TileCoord block_tile_grouped() {
+  if constexpr (G <= 1) {
+    return {static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x)};
+  } else {
+    return raster_grouped(blockIdx.y * gridDim.x + blockIdx.x, gridDim.y, gridDim.x, G);
+  }
+}
