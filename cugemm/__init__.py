@@ -5,19 +5,26 @@
     b = cupy.random.randn(1024, 4096, dtype=cupy.float32)
     c = cugemm.run("sgemm_t_8x8_sliced_k16_f32x4_bcf_dbuf", a, b)
 
-Public API: run, variants, get_variant, compile, Variant, CompileError, CompileReport.
+Public API: run, variants, get_variant, compile, compile_plan, compile_source, Variant,
+CompileError, CompileReport, and the element types float32, tfloat32, float16, bfloat16.
 """
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from .jit import CompileError, CompileReport
+from . import arch as _arch
+from .dtypes import BFLOAT16 as bfloat16
+from .dtypes import FLOAT16 as float16
+from .dtypes import FLOAT32 as float32
+from .dtypes import TFLOAT32 as tfloat32
+from .jit import CompileError, CompileReport, compile_source
 from .launch import run
 from .registry import get_variant, variants
 from .variant import Variant
 
-__all__ = ["run", "variants", "get_variant", "compile", "Variant", "CompileError", "CompileReport"]
-__version__ = "0.1.0"
+__all__ = ["run", "variants", "get_variant", "compile", "compile_plan", "compile_source", "Variant",
+           "CompileError", "CompileReport", "float32", "tfloat32", "float16", "bfloat16"]
+__version__ = "0.2.0"
 
 
 def default_arch() -> str:
@@ -27,37 +34,48 @@ def default_arch() -> str:
     return f"sm_{toolkit.device_cc()}" if toolkit.have_gpu() else "sm_90"
 
 
+def _select(names) -> tuple[list, bool]:
+    """(variants, named explicitly) for None (all), a glob string, or a list of names."""
+    if names is None:
+        return variants(), False
+    if isinstance(names, str):
+        chosen = variants(names)
+        if not chosen:
+            raise KeyError(f"no cugemm variant matches {names!r} (python -m cugemm list shows them)")
+        return chosen, False
+    return [get_variant(n) for n in names], True
+
+
+def compile_plan(names=None, arch: str | None = None) -> tuple[list, list]:
+    """What `compile` would do on a chip: ([(variant, target)], [(variant, reason it does not apply)]).
+
+    The arch names a chip ('sm_89', 'sm89', '89', '8.9'; default: this GPU, else sm_90): each
+    variant that can run there compiles for that chip (a variant claiming sm_80 compiles for sm_89
+    as sm_89 code; a Hopper-only variant for sm_90a); the others are listed with the reason."""
+    chip = _arch.parse(arch or default_arch())
+    chosen, _ = _select(names)
+    jobs, skipped = [], []
+    for v in chosen:
+        try:
+            jobs.append((v, _arch.compile_target(v, chip.cc)))
+        except ValueError as e:
+            skipped.append((v, str(e)))
+    return jobs, skipped
+
+
 def compile(names=None, arch: str | None = None, *, workers: int = 2) -> list[CompileReport]:
     """Compile variants offline through NVRTC (no GPU needed) and return their ptxas reports.
 
     names  None (every variant), a glob string ('sgemm_t_8x8*'), or a list of names
-    arch   'sm_80', 'sm_90', 'sm_90a', ...; None: the current GPU's arch, or sm_90 without a GPU.
-           The arch names a chip: each variant compiles for the target it claims on that chip (an
-           sm_90a-only wgmma variant uses sm_90a under 'sm_90'); a variant with no claim on the chip
-           (e.g. a Hopper-only variant under 'sm_80') raises ValueError.
-    Raises CompileError (variant name + NVRTC log) on the first failure.
+    arch   the chip, see compile_plan. Variants that cannot run on it are skipped when chosen by
+           glob (compile_plan lists them), and raise ValueError when named explicitly.
+    Raises CompileError (variant name + NVRTC log) on the first failure. On a GPU machine, note that
+    this does not fill CuPy's run-time cache (cugemm.run compiles through cupy.RawModule).
     """
-    from . import jit, toolkit
+    from . import jit
 
-    if names is None or isinstance(names, str):
-        chosen = variants(names)
-        if isinstance(names, str) and not chosen:
-            raise KeyError(f"no cugemm variant matches {names!r}")
-    else:
-        chosen = [get_variant(n) for n in names]
-    target = arch or default_arch()
-    number, suffix = toolkit.parse_arch(target)
-
-    def arch_for(v):
-        # the arch names a chip: each variant compiles for its own claim on it (sm_90 -> sm_90a
-        # for wgmma variants, sm_90a -> sm_90 for the portable ones)
-        if target in v.archs:
-            return target
-        for claim in v.archs:
-            if toolkit.parse_arch(claim)[0] == number:
-                return claim
-        raise ValueError(f"{v.name} claims {', '.join(v.archs)}, not {target}")
-
-    jobs = [(v, arch_for(v)) for v in chosen]
+    jobs, skipped = compile_plan(names, arch)
+    if skipped and not (names is None or isinstance(names, str)):
+        raise ValueError(skipped[0][1])
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return list(pool.map(lambda job: jit.compile_offline(*job), jobs))

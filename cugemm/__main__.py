@@ -1,78 +1,149 @@
-"""python -m cugemm list | compile | bench  (list and compile need no GPU)."""
+"""The command line: python -m cugemm (or the `cugemm` script) list | compile | bench.
+
+list and compile need no GPU. Errors are one line on stderr naming the problem and the fix, with a
+non-zero status: 1 when a compile fails, 2 for usage errors (unknown variant, bad arch, ...).
+"""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
-from . import compile as compile_variants
-from . import default_arch, variants
+from . import __version__, arch, compile_plan, default_arch, variants
 from .jit import CompileError
 
 
+def _prog() -> str:
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "cugemm" if name == "cugemm" else "python -m cugemm"
+
+
+def _die(msg: str, code: int = 2) -> int:
+    print(f"cugemm: {msg}", file=sys.stderr)
+    return code
+
+
+def _rows(args):
+    chosen = variants(args.variants)
+    if args.variants and not chosen:
+        raise LookupError(f"no variant matches {args.variants!r}; `{_prog()} list` shows them all")
+    return chosen
+
+
 def _list(args) -> int:
-    rows = [dict(name=v.name, aliases=list(v.aliases), family=v.family, dtype_in=v.dtype_in,
-                 dtype_out=v.dtype_out, dtype_acc=v.dtype_acc, math=v.math, layout=v.layout,
-                 tile=list(v.tile), block=list(v.block), multiple_of=list(v.multiple_of),
-                 min_arch=v.min_arch, archs=list(v.archs), name_expression=v.name_expression,
-                 source=v.source, seed=v.seed, doc=v.doc)
-            for v in variants(args.variants)]
+    chosen = _rows(args)
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print(json.dumps([dict(name=v.name, aliases=list(v.aliases), family=v.family, dtype_in=v.dtype_in,
+                               dtype_out=v.dtype_out, dtype_acc=v.dtype_acc, math=v.math,
+                               math_dtype=v.math_dtype, layout=v.layout, tile=list(v.tile),
+                               block=list(v.block), multiple_of=list(v.multiple_of), align=v.align,
+                               min_arch=v.min_arch, archs=list(v.archs), smem_dynamic=v.smem_dynamic,
+                               cluster=list(v.cluster), name_expression=v.name_expression,
+                               source=v.source, seed=v.seed, doc=v.doc) for v in chosen], indent=1))
         return 0
     from tabulate import tabulate
 
-    print(tabulate([[r["name"], ", ".join(r["aliases"]), r["dtype_in"], r["dtype_acc"], r["math"],
-                     "x".join(map(str, r["tile"])),
-                     "any" if r["multiple_of"] == [1, 1, 1] else "x".join(map(str, r["multiple_of"])),
-                     f"sm_{r['min_arch']}", r["doc"]] for r in rows],
-                   headers=["variant", "aliases", "in", "acc", "math", "tile MxNxK", "M,N,K multiple of",
-                            "min arch", "what it adds"]))
+    def shape_rule(v):
+        return "any" if v.any_shape else "x".join(map(str, v.multiple_of))
+
+    if args.wide:
+        rows = [[v.name, ", ".join(v.aliases), v.dtype_in, v.dtype_acc, v.math, "x".join(map(str, v.tile)),
+                 shape_rule(v), ", ".join(v.archs), v.smem_dynamic, v.doc] for v in chosen]
+        head = ["variant", "aliases", "in", "acc", "math", "tile MxNxK", "M,N,K multiple of", "archs",
+                "dyn smem B", "what it adds"]
+    else:
+        rows = [[v.name, v.dt_in.short + ("/tf32" if v.math_dtype == "tfloat32" else ""), v.math,
+                 "x".join(map(str, v.tile)), shape_rule(v), f"sm_{v.min_arch}"] for v in chosen]
+        head = ["variant", "dtype", "math", "tile", "shape rule", "min arch"]
+    print(tabulate(rows, headers=head))
+    print(f"\n{len(chosen)} variants" + ("" if args.wide else f"; `{_prog()} list --wide` adds aliases, "
+                                        "archs, shared memory and what each rung adds"))
     return 0
 
 
 def _compile(args) -> int:
-    arch = args.arch or default_arch()
-    try:
-        reports = compile_variants(args.variants, arch=args.arch, workers=args.workers)
-    except CompileError as e:
-        print(e, file=sys.stderr)
-        return 1
-    if args.json:
-        print(json.dumps([r.as_dict() | {"log": None} for r in reports], indent=1))
-        return 0
-    from tabulate import tabulate
+    chip = arch.parse(args.arch) if args.arch else arch.parse(default_arch())
+    _rows(args)
+    jobs, skipped = compile_plan(args.variants, str(chip))
+    from concurrent.futures import ThreadPoolExecutor
 
-    print(f"NVRTC offline compile, target {arch}")
-    print(tabulate([[r.name, r.arch, r.registers, r.smem_static, r.smem_dynamic, r.stack_frame,
-                     r.spill_bytes, f"{r.seconds:.2f}"] for r in reports],
-                   headers=["variant", "arch", "registers", "static smem B", "dynamic smem B",
-                            "stack B", "spill B", "seconds"]))
-    return 0
+    from . import jit
+
+    failures = []
+
+    def one(job):
+        try:
+            return jit.compile_offline(*job)
+        except CompileError as e:
+            failures.append(e)
+            return None
+
+    with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
+        reports = [r for r in pool.map(one, jobs) if r is not None]
+    if args.json:
+        print(json.dumps({"arch": str(chip), "compiled": [r.as_dict() | {"log": None} for r in reports],
+                          "not_applicable": [{"name": v.name, "reason": why} for v, why in skipped],
+                          "failed": [{"name": e.variant, "log": e.log} for e in failures]}, indent=1))
+    else:
+        from tabulate import tabulate
+
+        print(f"NVRTC offline compile for {chip}: {len(reports)} compiled, {len(skipped)} do not apply, "
+              f"{len(failures)} failed")
+        print(tabulate([[r.name, r.arch, r.registers, r.smem_static, r.smem_dynamic, r.stack_frame,
+                         r.spill_bytes, f"{r.seconds:.2f}"] for r in reports],
+                       headers=["variant", "target", "registers", "static smem B", "dynamic smem B",
+                                "stack B", "spill B", "seconds"]))
+        if skipped:
+            print(f"\nnot for {chip} ({len(skipped)}):")
+            for v, why in skipped:
+                print(f"  {why}")
+    for e in failures:
+        print(e, file=sys.stderr)
+    return 1 if failures else 0
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m cugemm")
+    p = argparse.ArgumentParser(prog=_prog(), description="cugemm: a JIT-compiled zoo of CUDA GEMM kernels")
+    p.add_argument("--version", action="version", version=f"cugemm {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
-    pl = sub.add_parser("list", help="the registered variants, in ladder order")
+    pl = sub.add_parser("list", help="the registered variants, in ladder order (no GPU needed)")
     pl.add_argument("--variants", default=None, help="glob(s) over names, comma-separated")
-    pl.add_argument("--json", action="store_true")
-    pc = sub.add_parser("compile", help="compile offline through NVRTC and print the ptxas report")
-    pc.add_argument("--arch", default=None, help="sm_80, sm_90, sm_90a... (default: this GPU, else sm_90)")
+    pl.add_argument("--wide", action="store_true", help="all columns (aliases, archs, smem, doc)")
+    pl.add_argument("--json", action="store_true", help="every field, as JSON")
+    pc = sub.add_parser("compile", help="compile offline through NVRTC and print the ptxas report "
+                        "(no GPU needed; does not fill cugemm.run's cache)")
+    pc.add_argument("--arch", default=None,
+                    help="the chip: sm_80, sm_89, sm89, 89, 8.9, sm_90... (default: this GPU, else sm_90)")
     pc.add_argument("--variants", default=None, help="glob(s) over names, comma-separated")
     pc.add_argument("--workers", type=int, default=2, help="parallel NVRTC compiles (default 2)")
     pc.add_argument("--json", action="store_true")
-    sub.add_parser("bench", help="time variants against cupy.matmul (same flags as bench.py)",
+    sub.add_parser("bench", help="time variants against cupy.matmul (needs a GPU; bench --help)",
                    add_help=False)
     args, rest = p.parse_known_args(argv)
     if args.cmd == "bench":
         from .bench import main as bench_main
 
-        return bench_main(rest)
+        return bench_main(rest, prog=f"{_prog()} bench")
     if rest:
         p.error(f"unrecognized arguments: {' '.join(rest)}")
-    return {"list": _list, "compile": _compile}[args.cmd](args)
+    try:
+        return {"list": _list, "compile": _compile}[args.cmd](args)
+    except (LookupError, ValueError, FileNotFoundError) as e:
+        return _die(str(e).strip("'\""))
+
+
+def console() -> int:
+    """The `cugemm` script: main() with a quiet exit when stdout is closed early (`| head`)."""
+    try:
+        code = main()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

@@ -1,38 +1,48 @@
 """Input validation and the kernel launch.
 
-Validation is plain Python over array metadata (shape, dtype, strides, pointer), so it runs, and is
-tested, on a machine without a GPU: objects that expose `__cuda_array_interface__` are described
-without touching the device.
+Validation is plain Python over array metadata (shape, dtype, strides, pointer): objects that expose
+`__cuda_array_interface__` are described without touching CuPy or the device, so the checks run,
+and are tested, on a machine without a GPU. The kernel gets raw device pointers; only operands that
+speak DLPack alone are wrapped by CuPy first.
 """
 from __future__ import annotations
 
+import sys
 from typing import NamedTuple
 
 import numpy as np
 
+from . import dtypes
 from .registry import get_variant
-from .variant import Variant
+from .variant import DeviceInfo, Variant
 
 
-class _Operand(NamedTuple):
+class Operand(NamedTuple):
+    """What the launcher (and a variant's args_fn) knows of a matrix: its shape, element type
+    (None: a dtype cugemm has no name for), strides in bytes, data pointer, and flags."""
+
     shape: tuple
-    dtype: np.dtype
-    c_contiguous: bool
-    f_contiguous: bool
+    dtype: object        # cugemm.dtypes.DType or None
+    typestr: str         # the dtype as the array reports it (for messages)
+    strides: tuple
     ptr: int
     readonly: bool
+    c_contiguous: bool
+    f_contiguous: bool
+
+
+def _dense_strides(shape, itemsize, order) -> tuple:
+    strides, step = [], itemsize
+    for dim in (reversed(shape) if order == "C" else shape):
+        strides.append(step)
+        step *= dim
+    return tuple(reversed(strides)) if order == "C" else tuple(strides)
 
 
 def _contiguous(shape, strides, itemsize, order) -> bool:
-    """Whether `strides` (bytes; None = C order) lay `shape` out densely in `order` ('C' or 'F')."""
-    if strides is None:
-        strides = []
-        step = itemsize
-        for dim in reversed(shape):
-            strides.insert(0, step)
-            step *= dim
-    dims = list(zip(shape, strides))
+    """Whether `strides` (bytes) lay `shape` out densely in `order` ('C' or 'F')."""
     expected = itemsize
+    dims = list(zip(shape, strides))
     for dim, stride in (reversed(dims) if order == "C" else dims):
         if dim > 1 and stride != expected:
             return False
@@ -40,22 +50,24 @@ def _contiguous(shape, strides, itemsize, order) -> bool:
     return True
 
 
-def _describe(x, what: str, vname: str) -> _Operand:
+def describe(x, what: str, vname: str) -> Operand:
     """Metadata of a device array: a cupy.ndarray or anything with __cuda_array_interface__."""
-    import sys
-
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(x, cupy.ndarray):
         flags = x.flags
-        return _Operand(x.shape, x.dtype, flags.c_contiguous, flags.f_contiguous, x.data.ptr, False)
+        return Operand(x.shape, dtypes.from_numpy(x.dtype), x.dtype.str, x.strides, x.data.ptr, False,
+                       flags.c_contiguous, flags.f_contiguous)
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is not None:
         shape = tuple(cai["shape"])
-        dtype = np.dtype(cai["typestr"])
+        np_dtype = np.dtype(cai["typestr"])
         ptr, readonly = cai["data"]
-        strides = cai.get("strides")
-        return _Operand(shape, dtype, _contiguous(shape, strides, dtype.itemsize, "C"),
-                        _contiguous(shape, strides, dtype.itemsize, "F"), int(ptr or 0), bool(readonly))
+        strides = cai.get("strides") or _dense_strides(shape, np_dtype.itemsize, "C")
+        strides = tuple(strides)
+        return Operand(shape, dtypes.of_typestr(cai["typestr"], getattr(x, "dtype", None)), cai["typestr"],
+                       strides, int(ptr or 0), bool(readonly),
+                       _contiguous(shape, strides, np_dtype.itemsize, "C"),
+                       _contiguous(shape, strides, np_dtype.itemsize, "F"))
     if isinstance(x, np.ndarray):
         raise TypeError(f"{vname}: {what} is a host numpy array; pass a GPU array (cupy.asarray(x))")
     raise TypeError(
@@ -63,31 +75,38 @@ def _describe(x, what: str, vname: str) -> _Operand:
         f"__cuda_array_interface__ or __dlpack__), got {type(x).__name__}")
 
 
-def check_inputs(v: Variant, a, b, out=None) -> tuple[int, int, int]:
-    """Check A, B (and out) against variant `v`; return (M, N, K). Raises TypeError / ValueError
+def _dtype_name(op: Operand) -> str:
+    if op.dtype is not None:
+        return op.dtype.name
+    if np.dtype(op.typestr).kind == "V":
+        return (f"{op.typestr} (an unnamed {np.dtype(op.typestr).itemsize}-byte type: torch reports "
+                "bfloat16 so through __cuda_array_interface__; pass the tensor itself or use "
+                "cupy.from_dlpack, which keep bfloat16)")
+    return np.dtype(op.typestr).name
+
+
+def check_operands(v: Variant, A: Operand, B: Operand, O: Operand | None = None) -> tuple[int, int, int]:
+    """Check described operands against variant `v`; return (M, N, K). Raises TypeError / ValueError
     naming the variant and the broken rule. Needs no GPU."""
-    A = _describe(a, "A", v.name)
-    B = _describe(b, "B", v.name)
     for what, op in (("A", A), ("B", B)):
-        if op.dtype != v._np_in:
-            raise TypeError(f"{v.name}: {what} has dtype {op.dtype}, the variant takes {v.dtype_in}")
+        if op.dtype is not v.dt_in:
+            raise TypeError(f"{v.name}: {what} has dtype {_dtype_name(op)}, the variant takes {v.dtype_in}")
         if len(op.shape) != 2:
             raise ValueError(f"{v.name}: {what} must be 2-D, got shape {op.shape}")
     (M, K), (K2, N) = A.shape, B.shape
     if K != K2:
         raise ValueError(f"{v.name}: inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
     ops = [("A", A), ("B", B)]
-    if out is not None:
-        O = _describe(out, "out", v.name)
-        if O.dtype != v._np_out:
-            raise TypeError(f"{v.name}: out has dtype {O.dtype}, the variant writes {v.dtype_out}")
-        if O.shape != (M, N):
-            raise ValueError(f"{v.name}: out has shape {O.shape}, expected {(M, N)}")
+    if O is not None:
+        if O.dtype is not v.dt_out:
+            raise TypeError(f"{v.name}: out has dtype {_dtype_name(O)}, the variant writes {v.dtype_out}")
+        if tuple(O.shape) != (M, N):
+            raise ValueError(f"{v.name}: out has shape {tuple(O.shape)}, expected {(M, N)}")
         if O.readonly:
             raise ValueError(f"{v.name}: out is read-only")
-        end = O.ptr + M * N * O.dtype.itemsize
+        end = O.ptr + M * N * v.dt_out.itemsize
         for what, op in (("A", A), ("B", B)):
-            size = op.shape[0] * op.shape[1] * op.dtype.itemsize
+            size = op.shape[0] * op.shape[1] * v.dt_in.itemsize
             if M * N and size and O.ptr < op.ptr + size and op.ptr < end:
                 raise ValueError(f"{v.name}: out overlaps {what}; the kernel would read what it overwrites")
         ops.append(("out", O))
@@ -107,62 +126,119 @@ def check_inputs(v: Variant, a, b, out=None) -> tuple[int, int, int]:
     return M, N, K
 
 
+def check_inputs(v: Variant, a, b, out=None) -> tuple[int, int, int]:
+    """describe() + check_operands() for array-like operands; returns (M, N, K)."""
+    return check_operands(v, describe(a, "A", v.name), describe(b, "B", v.name),
+                          None if out is None else describe(out, "out", v.name))
+
+
 _DLPACK_CUDA, _DLPACK_CUDA_MANAGED = 2, 13  # DLDeviceType codes
 
 
-def _as_cupy(x):
-    """A cupy view of `x` without a copy (cupy arrays, __cuda_array_interface__, DLPack)."""
+def _from_dlpack(x):
+    """A CuPy view of an object that speaks only DLPack (no __cuda_array_interface__)."""
+    if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__") and \
+            x.__dlpack_device__()[0] in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED):
+        import cupy
+
+        return cupy.from_dlpack(x)
+    return x  # describe() raises the TypeError
+
+
+_device_cache: dict[int, DeviceInfo] = {}
+
+
+def device_info(device_id: int) -> DeviceInfo:
+    info = _device_cache.get(device_id)
+    if info is None:
+        import cupy
+
+        rt = cupy.cuda.runtime
+        attr = rt.deviceGetAttribute
+        info = _device_cache[device_id] = DeviceInfo(
+            int(cupy.cuda.Device(device_id).compute_capability),
+            attr(rt.cudaDevAttrMultiProcessorCount, device_id),
+            attr(rt.cudaDevAttrMaxSharedMemoryPerBlockOptin, device_id))
+    return info
+
+
+_gpu_ok = False
+
+
+def _cuda_device() -> int:
+    """The current CUDA device, or RuntimeError saying plainly that there is no usable GPU."""
+    global _gpu_ok
+    try:
+        import cupy
+    except ImportError:
+        raise RuntimeError("cugemm needs CuPy to run kernels: pip install 'cugemm[cuda13]' "
+                           "(or '[cuda12]' for a CUDA 12 driver)") from None
+    if _gpu_ok:
+        return cupy.cuda.runtime.getDevice()
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # no driver, a driver too old for this CuPy, ...
+        raise RuntimeError(f"cugemm: no usable CUDA GPU ({str(e).strip() or type(e).__name__}). "
+                           "Running kernels needs an NVIDIA GPU and driver; `python -m cugemm compile` "
+                           "works without one.") from None
+    if count == 0:
+        raise RuntimeError("cugemm: no CUDA GPU found; running kernels needs one "
+                           "(`python -m cugemm compile` works without)")
+    _gpu_ok = True
+    return cupy.cuda.runtime.getDevice()
+
+
+def _cupy_view(x, op: Operand):
+    """A CuPy array over the memory of a __cuda_array_interface__ object, with its real dtype
+    (a torch bfloat16 tensor reports a 2-byte void)."""
     import cupy
 
-    if isinstance(x, (cupy.ndarray, np.ndarray)):
-        return x  # host arrays: check_inputs raises the TypeError
-    if hasattr(x, "__cuda_array_interface__"):
-        return cupy.asarray(x)
-    if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
-        if x.__dlpack_device__()[0] in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED):
-            return cupy.from_dlpack(x)
-    return x  # check_inputs raises the TypeError
-
-
-_device_cache: dict[int, tuple[int, int]] = {}  # device id -> (compute capability, opt-in smem bytes)
+    arr = cupy.asarray(x)
+    if op.dtype is not None and arr.dtype != op.dtype.numpy:
+        arr = arr.view(op.dtype.numpy)
+    return arr
 
 
 def run(name, a, b, out=None):
-    """C = A @ B with variant `name`, on the current CuPy stream; returns a cupy.ndarray (`out` if given).
+    """C = A @ B with variant `name`, on the current CuPy stream; returns a cupy.ndarray (`out`, or a
+    CuPy view of it, if given).
 
-    A is MxK, B is KxN, both row-major and of the variant's input dtype. Raises before launching
-    when the inputs break one of the variant's rules (see check_inputs); M, N or K of 0 need no launch.
+    A is MxK, B is KxN, in the variant's layout (row-major; column-major for the sgemm_cm family)
+    and input dtype. CuPy arrays and `__cuda_array_interface__` objects (e.g. torch tensors) are used
+    in place; DLPack-only objects are wrapped by CuPy. Raises before launching when the inputs break
+    one of the variant's rules (see check_operands); M, N or K of 0 need no launch.
     """
+    v = get_variant(name)
+    cupy = sys.modules.get("cupy")
+    if cupy is None or type(a) is not cupy.ndarray:
+        a = a if hasattr(a, "__cuda_array_interface__") else _from_dlpack(a)
+    if cupy is None or type(b) is not cupy.ndarray:
+        b = b if hasattr(b, "__cuda_array_interface__") else _from_dlpack(b)
+    if out is not None and (cupy is None or type(out) is not cupy.ndarray):
+        out = out if hasattr(out, "__cuda_array_interface__") else _from_dlpack(out)
+    A, B = describe(a, "A", v.name), describe(b, "B", v.name)
+    O = None if out is None else describe(out, "out", v.name)
+    M, N, K = check_operands(v, A, B, O)
+    dev = _cuda_device()
     import cupy
 
-    from . import jit
-
-    v = get_variant(name)
-    if type(a) is not cupy.ndarray:
-        a = _as_cupy(a)
-    if type(b) is not cupy.ndarray:
-        b = _as_cupy(b)
-    if out is not None and type(out) is not cupy.ndarray:
-        out = _as_cupy(out)
-    M, N, K = check_inputs(v, a, b, out)
     if out is None:
-        out = cupy.empty((M, N), dtype=v._np_out, order="F" if v.layout == "col" else "C")
+        out = cupy.empty((M, N), dtype=v.dt_out.numpy, order="F" if v.layout == "col" else "C")
+        O = describe(out, "out", v.name)
+    elif type(out) is not cupy.ndarray:
+        out = _cupy_view(out, O)
     if M == 0 or N == 0:
         return out
     if K == 0:
-        out.fill(0)
+        out.data.memset_async(0, M * N * v.dt_out.itemsize)
         return out
-    dev = cupy.cuda.runtime.getDevice()
-    info = _device_cache.get(dev)
-    if info is None:
-        rt = cupy.cuda.runtime
-        info = _device_cache[dev] = (int(cupy.cuda.Device(dev).compute_capability),
-                                     rt.deviceGetAttribute(rt.cudaDevAttrMaxSharedMemoryPerBlockOptin, dev))
-    v.check_arch(info[0])
-    v.check_smem(info[1])
+    info = device_info(dev)
+    v.check_device(info.cc, info.smem_optin)
+    from . import jit
+
     fn = jit.get_function(v, dev)
-    args = (a, b, out, np.int32(M), np.int32(N), np.int32(K))
+    args = (np.uint64(A.ptr), np.uint64(B.ptr), np.uint64(O.ptr), np.int32(M), np.int32(N), np.int32(K))
     if v.args_fn is not None:
-        args += v.extra_args(M, N, K)
-    fn(v.grid(M, N), v.block, args, shared_mem=v.smem_dynamic)
+        args += v.extra_args(A, B, O, M, N, K)
+    fn(v.grid(M, N, K, info), v.block, args, shared_mem=v.smem_dynamic)
     return out

@@ -8,38 +8,48 @@ from __future__ import annotations
 import difflib
 import fnmatch
 
+from . import dtypes
 from .families import hgemm, hgemm_wmma, sgemm, sgemm_cm, sgemm_tf32
 from .variant import Variant
 
 _TABLE: tuple[Variant, ...] = (sgemm.VARIANTS + sgemm_cm.VARIANTS + sgemm_tf32.VARIANTS
                                + hgemm.VARIANTS + hgemm_wmma.VARIANTS)
 
-_BY_NAME: dict[str, Variant] = {}
-for _v in _TABLE:
-    for _n in (_v.name,) + _v.aliases:
-        if _n in _BY_NAME:
-            raise RuntimeError(f"cugemm registry: name {_n!r} is registered twice")
-        _BY_NAME[_n] = _v
+
+def build_index(table) -> dict[str, Variant]:
+    """name or alias -> variant; RuntimeError when a name is registered twice."""
+    index: dict[str, Variant] = {}
+    for v in table:
+        for n in (v.name,) + v.aliases:
+            if n in index:
+                raise RuntimeError(f"cugemm registry: name {n!r} is registered twice")
+            index[n] = v
+    return index
 
 
-def variants(pattern: str | None = None, *, family: str | None = None, dtype: str | None = None,
-             math_dtype: str | None = None, any_shape: bool | None = None) -> list[Variant]:
+_BY_NAME = build_index(_TABLE)
+
+
+def variants(pattern: str | None = None, *, family: str | None = None, dtype=None,
+             math_dtype=None, any_shape: bool | None = None) -> list[Variant]:
     """Registered variants in ladder order, optionally filtered.
 
-    pattern   shell-style glob(s) over names and aliases, comma-separated ('sgemm_t_8x8*,*edge')
-    family    'sgemm', ...
-    dtype     input dtype name ('float32', 'float16')
-    math_dtype  what the multiplies see ('float32', 'float16', 'tfloat32')
-    any_shape True: only variants without M/N/K multiple rules
+    pattern     shell-style glob(s) over names and aliases, comma-separated ('sgemm_t_8x8*,*edge')
+    family      'sgemm', ...
+    dtype       input element type: 'float16' or 'f16', numpy.float16, a cugemm.dtypes.DType
+    math_dtype  what the multiplies see ('float32', 'tfloat32' or 'tf32', 'float16', 'bfloat16')
+    any_shape   True: only variants without M/N/K multiple rules
     """
     globs = [g.strip() for g in pattern.split(",")] if pattern else None
+    want_in = dtypes.get(dtype).name if dtype is not None else None
+    want_math = dtypes.get(math_dtype).name if math_dtype is not None else None
     out = []
     for v in _TABLE:
         if family is not None and v.family != family:
             continue
-        if dtype is not None and v.dtype_in != dtype:
+        if want_in is not None and v.dtype_in != want_in:
             continue
-        if math_dtype is not None and v.math_dtype != math_dtype:
+        if want_math is not None and v.math_dtype != want_math:
             continue
         if any_shape is not None and v.any_shape != any_shape:
             continue

@@ -1,32 +1,34 @@
-"""Finding the CUDA pieces the JIT needs: NVRTC (through CuPy), the CUDA headers, arch strings.
+"""Finding the CUDA pieces the JIT needs: the CUDA headers kernels include, the disassembler, the GPU.
+
+Headers: a kernel source names what it needs in its `#include <...>` lines; some of those pull in
+more (`mma.h` -> `crt/mma.h`, `cooperative_groups.h` -> `nv/target`). Each header is looked for in
+these places, in order: CUGEMM_CUDA_INCLUDE, $CUDA_PATH/include, $CUDA_HOME/include, CuPy's CUDA
+path, /usr/local/cuda/include, then the include folders of NVIDIA's pip wheels (nvidia/cu13/include
+for CUDA 13; nvidia/<component>/include, one per wheel, for CUDA 12; CCCL's own folder). One folder
+that holds every header is preferred; otherwise each header comes from the first folder that has it
+and every such folder is passed to NVRTC.
 
 Settings (all optional):
-  CUGEMM_CUDA_INCLUDE   a directory to search first for the CUDA headers the kernels include.
+  CUGEMM_CUDA_INCLUDE   a directory (or several, separated by ':') searched first
+  CUGEMM_CUDA_SEARCH=pip  search the pip wheels only (not CUDA_PATH, CUDA_HOME, CuPy's path or
+                        /usr/local/cuda): proves that an extra alone is enough (CI uses it)
 """
 from __future__ import annotations
 
 import functools
 import glob
 import os
-import re
+import shutil
 import sys
 from pathlib import Path
 
-_ARCH_RE = re.compile(r"^sm_(\d+)(a?)$")
-
-
-def parse_arch(arch: str | int) -> tuple[int, str]:
-    """'sm_90a' -> (90, 'a'); 'sm_80' -> (80, ''); 90 or '90' -> (90, '')."""
-    if isinstance(arch, int) or (isinstance(arch, str) and arch.isdigit()):
-        return int(arch), ""
-    m = _ARCH_RE.match(str(arch))
-    if not m:
-        raise ValueError(f"arch must look like 'sm_80', 'sm_90' or 'sm_90a', got {arch!r}")
-    return int(m.group(1)), m.group(2)
-
-
-def arch_string(cc: int, suffix: str = "") -> str:
-    return f"sm_{cc}{suffix}"
+# headers that a header needs in turn (not visible in the kernel source)
+IMPLIED_HEADERS = {
+    "mma.h": ("crt/mma.h",),
+    "cooperative_groups.h": ("nv/target",),
+    "cuda_fp16.h": ("cuda_fp16.hpp",),
+    "cuda_bf16.h": ("cuda_bf16.hpp",),
+}
 
 
 def have_gpu() -> bool:
@@ -44,52 +46,107 @@ def device_cc() -> int:
     return int(cupy.cuda.Device().compute_capability)
 
 
-def _candidate_include_dirs() -> list[tuple[str, Path]]:
+def _site_dirs() -> list[str]:
+    dirs = list(sys.path)
+    try:
+        import site
+        dirs += site.getsitepackages() + [site.getusersitepackages()]
+    except Exception:
+        pass
+    return [d for d in dict.fromkeys(dirs) if d and os.path.isdir(d)]
+
+
+def _pip_include_dirs() -> list[Path]:
+    """Include folders of NVIDIA's pip wheels: nvidia/cu13/include (CUDA 13), nvidia/<component>/include
+    (CUDA 12), and CCCL's nested folder (nvidia/.../include/cccl) where the CCCL wheel puts nv/target."""
+    out = []
+    for site in _site_dirs():
+        for pattern in ("nvidia/*/include", "nvidia/*/include/cccl"):
+            out += [Path(p) for p in sorted(glob.glob(os.path.join(site, pattern)))]
+    return out
+
+
+def candidate_include_dirs() -> list[tuple[str, Path]]:
     """Places that may hold the CUDA headers, in search order, each with where it came from."""
     out: list[tuple[str, Path]] = []
     env = os.environ.get("CUGEMM_CUDA_INCLUDE")
     if env:
-        out.append(("CUGEMM_CUDA_INCLUDE", Path(env)))
-    for var in ("CUDA_PATH", "CUDA_HOME"):
-        if os.environ.get(var):
-            out.append((var, Path(os.environ[var]) / "include"))
-    try:
-        import cupy
-        p = cupy.cuda.get_cuda_path()
-        if p:
-            out.append(("cupy.cuda.get_cuda_path()", Path(p) / "include"))
-    except Exception:
-        pass
-    out.append(("/usr/local/cuda", Path("/usr/local/cuda/include")))
-    # pip wheels: nvidia/cu13/include (CUDA 13 layout), nvidia/<component>/include (CUDA 12 layout)
-    for site in sys.path:
-        for inc in sorted(glob.glob(os.path.join(site, "nvidia", "*", "include"))):
-            out.append(("pip nvidia wheel", Path(inc)))
+        out += [("CUGEMM_CUDA_INCLUDE", Path(p)) for p in env.split(os.pathsep) if p]
+    if os.environ.get("CUGEMM_CUDA_SEARCH", "") != "pip":
+        for var in ("CUDA_PATH", "CUDA_HOME"):
+            if os.environ.get(var):
+                out.append((var, Path(os.environ[var]) / "include"))
+        try:
+            import cupy
+            p = cupy.cuda.get_cuda_path()
+            if p:
+                out.append(("cupy.cuda.get_cuda_path()", Path(p) / "include"))
+        except Exception:
+            pass
+        out.append(("/usr/local/cuda", Path("/usr/local/cuda/include")))
+        out.append(("/usr/local/cuda", Path("/usr/local/cuda/include/cccl")))
+    out += [("pip nvidia wheel", p) for p in _pip_include_dirs()]
     seen, uniq = set(), []
     for origin, path in out:
-        if path not in seen:
+        if path not in seen and path.is_dir():
             seen.add(path)
             uniq.append((origin, path))
     return uniq
 
 
-@functools.lru_cache(maxsize=None)
-def find_cuda_include(required: tuple[str, ...]) -> str | None:
-    """The first directory that holds every header in `required` (e.g. ('crt/mma.h',)).
+def with_implied(headers) -> tuple[str, ...]:
+    """`headers` and every header they pull in (IMPLIED_HEADERS), in a stable order."""
+    out: list[str] = []
+    todo = list(headers)
+    while todo:
+        h = todo.pop(0)
+        if h not in out:
+            out.append(h)
+            todo += IMPLIED_HEADERS.get(h, ())
+    return tuple(out)
 
-    Returns None when nothing is required (NVRTC's built-in headers suffice). Raises
-    FileNotFoundError naming every place searched and how to fix it when no directory has them all.
-    """
-    if not required:
-        return None
-    searched = []
-    for origin, path in _candidate_include_dirs():
-        searched.append(f"{path} ({origin})")
-        if all((path / h).is_file() for h in required):
-            return str(path)
-    raise FileNotFoundError(
-        "cugemm: no CUDA include directory has " + ", ".join(required) + ". Searched:\n  "
-        + "\n  ".join(searched)
-        + "\nInstall the CUDA toolkit headers (or the pip wheels of the cuda12/cuda13 extra) "
-        "or point CUGEMM_CUDA_INCLUDE at a directory that has them."
-    )
+
+@functools.lru_cache(maxsize=None)
+def find_cuda_includes(required: tuple[str, ...]) -> tuple[str, ...]:
+    """The include directories that together hold every header in `required` and those they imply.
+
+    () when nothing is required. Raises FileNotFoundError naming every place searched, the missing
+    headers and how to fix it."""
+    needed = with_implied(required)
+    if not needed:
+        return ()
+    places = candidate_include_dirs()
+    for _, path in places:  # one folder with everything: no mixing of installations
+        if all((path / h).exists() for h in needed):
+            return (str(path),)
+    chosen, missing = [], []
+    for h in needed:
+        hit = next((str(p) for _, p in places if (p / h).exists()), None)
+        if hit is None:
+            missing.append(h)
+        elif hit not in chosen:
+            chosen.append(hit)
+    if missing:
+        searched = "\n  ".join(f"{p} ({origin})" for origin, p in places) or "(no CUDA include folder found)"
+        raise FileNotFoundError(
+            f"cugemm: no CUDA include directory has {', '.join(missing)} (needed by the kernel). "
+            f"Searched:\n  {searched}\nInstall a CUDA toolkit, or the wheels of cugemm's extra for your "
+            "CUDA (pip install 'cugemm[cuda13]' or 'cugemm[cuda12]'), or point CUGEMM_CUDA_INCLUDE at "
+            "a directory that has them.")
+    return tuple(chosen)
+
+
+def find_tool(name: str) -> str | None:
+    """A CUDA command-line tool (cuobjdump, nvdisasm): on PATH, in the toolkit, or in a pip wheel."""
+    hit = shutil.which(name)
+    if hit:
+        return hit
+    roots = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"]
+    for root in filter(None, roots):
+        p = Path(root) / "bin" / name
+        if p.is_file():
+            return str(p)
+    for site in _site_dirs():
+        for p in sorted(glob.glob(os.path.join(site, "nvidia", "*", "bin", name))):
+            return p
+    return None

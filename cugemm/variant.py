@@ -1,25 +1,38 @@
 """The Variant record: one named, runnable GEMM kernel configuration.
 
 A variant is data. Everything the JIT and the launcher need is derived from its fields: the name
-expression handed to NVRTC, the block and grid, the shape rules that `check_shape` enforces.
+expression handed to NVRTC, the block and grid, the shape rules that `check_shape` enforces, the
+archs it may claim (from its shared memory, checked against cugemm.arch).
 """
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-import numpy as np
-
-from . import toolkit
+from . import arch as _arch
+from . import dtypes
 
 INT32_MAX = 2**31 - 1
 GRID_YZ_MAX = 65535
 
 
 def _render(value) -> str:
+    """A template argument as C++ text: bool -> true/false, int -> digits, str (a type) verbatim."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, str):
+        return value
     return str(int(value))
+
+
+class DeviceInfo(NamedTuple):
+    """What a grid function may ask of the GPU: compute capability, SM count, opt-in shared memory."""
+
+    cc: int
+    sms: int
+    smem_optin: int
 
 
 @dataclass(frozen=True)
@@ -30,28 +43,33 @@ class Variant:
     family      'sgemm', 'hgemm', ...
     source      kernel file, relative to kernels/ (e.g. 'sgemm/05_t8x8_sliced_k_f32x4_bcf_dbuf.cu')
     template    the __global__ function template's name in that file
-    params      ordered (name, value) template arguments, in the template's parameter order
-    tile        (BM, BN, BK): the block tile; grid = (ceil(N/BN), ceil(M/BM))
+    params      ordered (name, value) template arguments, in the template's parameter order (and
+                with its parameter names); values are int, bool or str (a C++ type, e.g. 'half')
+    tile        (BM, BN, BK): the block tile; default grid = (ceil(N/BN), ceil(M/BM))
     block       CUDA block shape (x, y, z)
-    dtype_in/out/acc  numpy dtype names of the inputs, the output and the accumulator
+    dtype_in/out/acc  element types (cugemm.dtypes names) of the inputs, the output, the accumulator
     math        arithmetic unit: 'ffma', 'hfma2', 'wmma', 'mma', 'wgmma'
     math_dtype  what the multiplies see, when it differs from dtype_in: 'tfloat32' for TF32 tensor-core
                 variants of float32 inputs; '' means dtype_in. Tolerances are keyed on it.
     layout      'row' (A, B and C row-major, C-contiguous) or 'col' (all three column-major)
     multiple_of (M, N, K) multiples the kernel requires; 1 means any size
-    align       bytes each operand's base pointer must be aligned to (16 for float4 access)
-    min_arch    lowest compute capability it runs on (80 = sm_80)
-    archs       the compile targets it claims; CI compiles each one offline
-    smem_dynamic  dynamic shared memory bytes per block (static smem comes from the compiler)
-    headers     CUDA headers the source includes (looked for by toolkit.find_cuda_include)
-    seed        the note it comes from (shared/seeds/README.md)
+    align       bytes each operand's base pointer must be aligned to (16 for 16-byte access)
+    archs       the compile targets it claims ('sm_80', 'sm_90', 'sm_90a'); CI compiles each one
+                offline. Each must give a block the variant's dynamic shared memory (cugemm.arch).
+    min_arch    lowest compute capability it runs on; derived from archs when left 0
+    smem_dynamic  dynamic shared memory bytes per block (static smem comes from the compiler); a
+                kernel using it declares the same number as `<template>_smem_bytes<params>`
+    cluster     thread-block cluster shape (x, y, z), compiled into the kernel (__cluster_dims__);
+                the grid is rounded up to whole clusters
+    seed        the note it comes from (shared/seeds/README.md), or 'cugemm' above the notes
     aliases     extra names that resolve to it
     doc         one line: what this rung adds
     spills      '' when it must compile with zero spill bytes; otherwise the documented reason
-    grid_fn     optional (variant, M, N) -> grid, for kernels that remap blocks (block swizzle);
-                default: (ceil(N/BN), ceil(M/BM), 1)
-    args_fn     optional (variant, M, N, K) -> extra kernel arguments after (a, b, c, M, N, K),
-                e.g. a swizzle stride computed by the family's documented rule
+    grid_fn     optional (variant, M, N, K, DeviceInfo) -> grid, for kernels that size or remap
+                their grid (persistent kernels, block swizzle); default (ceil(N/BN), ceil(M/BM), 1)
+    args_fn     optional (variant, A, B, C, M, N, K) -> extra kernel arguments after
+                (a, b, c, M, N, K); A, B, C are launch.Operand records (pointer, shape, strides,
+                dtype), e.g. for TMA descriptors or a swizzle stride
     """
 
     name: str
@@ -69,36 +87,56 @@ class Variant:
     math_dtype: str = ""
     multiple_of: tuple = (1, 1, 1)
     align: int = 4
-    min_arch: int = 80
     archs: tuple = ("sm_80", "sm_90")
+    min_arch: int = 0
     smem_dynamic: int = 0
-    headers: tuple = ()
+    cluster: tuple = (1, 1, 1)
     seed: str = ""
     aliases: tuple = ()
     doc: str = ""
     spills: str = ""
     grid_fn: object = None
     args_fn: object = None
-    _np_in: np.dtype = field(init=False, repr=False, compare=False)
-    _np_out: np.dtype = field(init=False, repr=False, compare=False)
+    dt_in: dtypes.DType = field(init=False, repr=False, compare=False)
+    dt_out: dtypes.DType = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "_np_in", np.dtype(self.dtype_in))
-        object.__setattr__(self, "_np_out", np.dtype(self.dtype_out))
-        for arch in self.archs:
-            toolkit.parse_arch(arch)
+        set_ = object.__setattr__
+        for attr in ("dtype_in", "dtype_out", "dtype_acc"):  # canonical names ('f16' -> 'float16')
+            set_(self, attr, dtypes.get(getattr(self, attr)).name)
+        set_(self, "math_dtype", dtypes.get(self.math_dtype or self.dtype_in).name)
+        set_(self, "dt_in", dtypes.get(self.dtype_in))
+        set_(self, "dt_out", dtypes.get(self.dtype_out))
         if self.layout not in ("row", "col"):
             raise ValueError(f"{self.name}: layout must be 'row' or 'col', not {self.layout!r}")
-        if not self.math_dtype:
-            object.__setattr__(self, "math_dtype", self.dtype_in)
+        if not self.archs:
+            raise ValueError(f"{self.name}: claims no arch")
+        claims = [_arch.parse(a) for a in self.archs]
+        for a in claims:
+            limit = _arch.smem_optin(a.cc)
+            if self.smem_dynamic > limit:
+                raise ValueError(f"{self.name} claims {a} but needs {self.smem_dynamic} bytes of dynamic "
+                                 f"shared memory per block; sm_{a.cc} allows {limit}")
+        lowest = min(a.cc for a in claims)
+        if not self.min_arch:
+            set_(self, "min_arch", lowest)
+        elif self.min_arch < lowest:
+            raise ValueError(f"{self.name}: min_arch sm_{self.min_arch} is below every arch it claims")
+        if len(self.cluster) != 3 or any(c < 1 for c in self.cluster):
+            raise ValueError(f"{self.name}: cluster must be three positive sizes, got {self.cluster}")
 
     # ---- derived --------------------------------------------------------------------------
     @property
     def name_expression(self) -> str:
         """What NVRTC instantiates, e.g. 'sgemm_t_8x8_sliced_k_f32x4_bcf_dbuf<128, 128, 8, 8, 8, 0>'."""
+        return self.template_expression(self.template)
+
+    def template_expression(self, template: str) -> str:
+        """`template` instantiated with this variant's template arguments (for the kernel, or a
+        companion template of the same parameters such as `<template>_smem_bytes`)."""
         if not self.params:
-            return self.template
-        return f"{self.template}<{', '.join(_render(v) for _, v in self.params)}>"
+            return template
+        return f"{template}<{', '.join(_render(v) for _, v in self.params)}>"
 
     @property
     def param_dict(self) -> dict:
@@ -112,34 +150,40 @@ class Variant:
     def any_shape(self) -> bool:
         return self.multiple_of == (1, 1, 1)
 
-    def grid(self, M: int, N: int) -> tuple:
+    def grid(self, M: int, N: int, K: int = 0, dev: DeviceInfo | None = None) -> tuple:
         if self.grid_fn is not None:
-            return self.grid_fn(self, M, N)
-        bm, bn = self.tile[0], self.tile[1]
-        return ((N + bn - 1) // bn, (M + bm - 1) // bm, 1)
+            g = tuple(self.grid_fn(self, M, N, K, dev))
+        else:
+            bm, bn = self.tile[0], self.tile[1]
+            g = ((N + bn - 1) // bn, (M + bm - 1) // bm, 1)
+        if self.cluster != (1, 1, 1):  # whole clusters; the kernel skips tiles past the edges
+            g = tuple(-(-x // c) * c for x, c in zip(g, self.cluster))
+        return g
 
     def tile_shape(self, m_tiles: int = 1, n_tiles: int = 1, k_tiles: int = 1) -> tuple:
         """The legal (M, N, K) spanning that many block tiles (rounded up to the shape rules)."""
         return tuple(-(-t * max(size, 1) // mult) * mult
                      for t, size, mult in zip((m_tiles, n_tiles, k_tiles), self.tile, self.multiple_of))
 
-    def extra_args(self, M: int, N: int, K: int) -> tuple:
-        return () if self.args_fn is None else tuple(self.args_fn(self, M, N, K))
+    def extra_args(self, A, B, C, M: int, N: int, K: int) -> tuple:
+        return () if self.args_fn is None else tuple(self.args_fn(self, A, B, C, M, N, K))
 
     # ---- rules ----------------------------------------------------------------------------
     def check_shape(self, M: int, N: int, K: int) -> None:
         """Raise ValueError naming the violated rule when this variant cannot compute an MxNxK product."""
         for dim, value in (("M", M), ("N", N), ("K", K)):
-            if not isinstance(value, (int, np.integer)) or value < 0:
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{self.name}: {dim}={value!r} must be a non-negative integer")
-        for dim, value, mult in zip("MNK", (M, N, K), self.multiple_of):
+        for dim, value, mult, size in zip("MNK", (M, N, K), self.multiple_of, self.tile):
             if mult > 1 and value % mult:
-                raise ValueError(
-                    f"{self.name}: {dim}={value} is not a multiple of {mult} "
-                    f"(rule: {dim} % {mult} == 0, from its B{dim} tile). "
-                    "Pad the matrices, or use a variant that takes any shape "
-                    "(cugemm.variants(any_shape=True))."
-                )
+                if mult == size:
+                    why = (f"from its B{dim} tile. Pad the matrices, or use a variant that takes any "
+                           "shape (cugemm.variants(any_shape=True))")
+                else:
+                    why = (f"rows of A and B must start 16-byte aligned ({mult} elements of "
+                           f"{self.dtype_in}); pad the rows")
+                raise ValueError(f"{self.name}: {dim}={value} is not a multiple of {mult} "
+                                 f"(rule: {dim} % {mult} == 0, {why}).")
         # Indices are 32-bit ints; edge kernels form offsets up to one tile past each edge, so the
         # rule is checked on the dimensions rounded up to whole tiles.
         Mp, Np, Kp = (-(-x // t) * t for x, t in zip((M, N, K), self.tile))
@@ -149,31 +193,15 @@ class Variant:
                     f"{self.name}: {what} = {count} elements (rounded up to whole tiles) overflows the "
                     f"kernel's 32-bit indices (rule: at most {INT32_MAX}); split the product into blocks"
                 )
-        gy = math.ceil(M / self.tile[0]) if M else 0
-        if gy > GRID_YZ_MAX:
-            raise ValueError(
-                f"{self.name}: M={M} needs {gy} block rows, over CUDA's grid limit of {GRID_YZ_MAX}"
-            )
+        if self.grid_fn is None:
+            gy = math.ceil(M / self.tile[0]) if M else 0
+            if gy > GRID_YZ_MAX:
+                raise ValueError(
+                    f"{self.name}: M={M} needs {gy} block rows, over CUDA's grid limit of {GRID_YZ_MAX}")
 
-    def check_smem(self, limit: int) -> None:
-        """Raise RuntimeError when the block's dynamic shared memory exceeds a GPU's opt-in limit."""
-        if self.smem_dynamic > limit:
-            raise RuntimeError(
-                f"{self.name} needs {self.smem_dynamic} bytes of dynamic shared memory per block; "
-                f"this GPU allows {limit}")
-
-    def check_arch(self, cc: int) -> None:
-        """Raise RuntimeError when a GPU of compute capability `cc` (e.g. 90) cannot run this variant:
-        older than min_arch, or, for variants built only for arch-specific targets such as sm_90a
-        (wgmma, setmaxnreg), any chip other than those targets."""
-        if cc < self.min_arch:
-            raise RuntimeError(
-                f"{self.name} needs compute capability >= {self.min_arch // 10}.{self.min_arch % 10} "
-                f"(sm_{self.min_arch}); this GPU is sm_{cc}"
-            )
-        targets = [toolkit.parse_arch(a) for a in self.archs]
-        if all(suffix for _, suffix in targets) and cc not in [n for n, _ in targets]:
-            raise RuntimeError(
-                f"{self.name} is built for {', '.join(self.archs)} only (arch-specific instructions); "
-                f"this GPU is sm_{cc}"
-            )
+    def check_device(self, cc: int, smem_limit: int | None = None) -> None:
+        """Raise RuntimeError when a GPU of compute capability `cc` (e.g. 90) with `smem_limit` bytes
+        of opt-in shared memory per block cannot run this variant (cugemm.arch.unfit_reason)."""
+        reason = _arch.unfit_reason(self, cc, smem_limit)
+        if reason:
+            raise RuntimeError(reason)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cugemm.bench import README_BEGIN, README_END, readme_block  # noqa: E402
+from cugemm.bench.report import README_BEGIN, README_END, readme_block  # noqa: E402
 
 paths = sorted(sys.argv[1:])
 if not paths:

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from cugemm import jit, toolkit  # noqa: E402
 
-SOURCE = ROOT / "scripts" / "tc_peak.cu"
+SOURCE = ROOT / "scripts" / "tc_peak.cu"  # its project includes are inlined by cugemm.jit
 
 # name expression -> (instruction, MMAs per loop trip, FLOPs per MMA, threads per issuing unit, k)
 PROBES = {f"peak_wmma_tf32<{acc}>": ("wmma m16n16k8", acc, 2 * 16 * 16 * 8, 32, 8) for acc in (4, 8)}
@@ -44,12 +44,7 @@ DEFAULT_VARIANTS = (
 
 
 def source() -> str:
-    return jit._inline(SOURCE, set())
-
-
-def options() -> tuple:
-    inc = toolkit.find_cuda_include(("mma.h", "crt/mma.h"))
-    return ("-std=c++17",) + ((f"-I{inc}",) if inc else ())
+    return jit.inline_includes(SOURCE)
 
 
 def run_probes(sms, iters):
@@ -60,14 +55,14 @@ def run_probes(sms, iters):
     from cugemm.bench import Timer
 
     timer = Timer(warmup=2, iters=20)
-    mods = [(cupy.RawModule(code=source(), options=options(), name_expressions=list(PROBES)), PROBES)]
+    mods = [(jit.load_source(source(), list(PROBES), what="tc_peak"), PROBES)]
     if toolkit.device_cc() == 90:
-        mods.append((cupy.RawModule(code=source(), options=options() + ("-arch=sm_90a",),
-                                    name_expressions=list(WGMMA_PROBES)), WGMMA_PROBES))
+        mods.append((jit.load_source(source(), list(WGMMA_PROBES), arch="sm_90a", what="tc_peak"),
+                     WGMMA_PROBES))
     rows = []
-    for mod, probes in mods:
+    for funcs, probes in mods:
         for expr, (form, acc, flops, unit, k) in probes.items():
-            fn = mod.get_function(expr)
+            fn = funcs[expr]
             threads = 128 if unit == 128 else 256
             # accumulator floats each thread writes out
             per_thread = 128 if unit == 128 else (acc * 8 if "wmma" in form else acc * 4)

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 import cugemm
-from cugemm import accuracy
+from cugemm import accuracy, testing
 from cugemm.registry import variants
 
 pytestmark = pytest.mark.gpu
@@ -15,13 +15,19 @@ cupy = pytest.importorskip("cupy")
 
 def shapes_for(v):
     """(M, N, K) cases for a variant: the smallest legal shape, a non-square multi-tile one and a
-    large one; any-shape variants add primes, 1x1x1, K below the K slice and odd row lengths."""
+    large one; any-shape variants add primes, 1x1x1, K below the K slice and odd row lengths;
+    variants that take any M with N, K multiples of their row alignment (16-byte rows) add shapes
+    that cut every tile edge within that rule."""
     bk = max(v.tile[2], 8)
     cases = [v.tile_shape(), v.tile_shape(3, 2, max(5, 40 // bk)),
              v.tile_shape(-(-2048 // v.tile[0]), -(-1536 // v.tile[1]), -(-1024 // max(v.tile[2], 1)))]
     if v.any_shape:
         cases += [(1, 1, 1), (257, 263, 251), (127, 131, bk + 3), (64, 96, 3),
                   (33, 17, 9), (1, 1000, 37), (1000, 1, 37)]
+    elif v.multiple_of[0] == 1:
+        an, ak = v.multiple_of[1], v.multiple_of[2]
+        cases += [(1, an, ak), (17, 3 * an, ak), (127, an, 512 * ak), (255, 33 * an, 9 * ak),
+                  (4095, 513 * an, 127 * ak)]
     return cases
 
 
@@ -34,22 +40,22 @@ def randn(*shape):
 
 def operands(v, M, N, K):
     """Fresh random normal A (MxK) and B (KxN) in the variant's dtype and layout."""
-    a, b = randn(M, K).astype(v.dtype_in), randn(K, N).astype(v.dtype_in)
-    if v.layout == "col":
-        a, b = cupy.asfortranarray(a), cupy.asfortranarray(b)
-    return a, b
+    return testing.random_operands(v.dtype_in, M, N, K, v.layout)
 
 
 def run_checked(v, a, b, guard=64):
     """Run into a NaN-poisoned C that sits between two NaN guard zones; return (C, guards intact)."""
     M, N = a.shape[0], b.shape[1]
-    buf = cupy.full(M * N + 2 * guard, cupy.nan, dtype=v.dtype_out)
+    buf = testing.poisoned((M * N + 2 * guard,), v.dtype_out)
+    before = buf.view(cupy.uint8).copy()
     flat = buf[guard:guard + M * N]
     out = flat.reshape(N, M).T if v.layout == "col" else flat.reshape(M, N)
     got = cugemm.run(v, a, b, out=out)
     assert got is out
     cupy.cuda.get_current_stream().synchronize()
-    guards_ok = bool(cupy.isnan(buf[:guard]).all()) and bool(cupy.isnan(buf[guard + M * N:]).all())
+    g = guard * v.dt_out.itemsize
+    raw = buf.view(cupy.uint8)
+    guards_ok = bool((raw[:g] == before[:g]).all()) and bool((raw[-g:] == before[-g:]).all())
     return out, guards_ok
 
 
@@ -59,7 +65,7 @@ def test_matches_float64_reference(v, shape):
     c, guards_ok = run_checked(v, a, b)
     err, ok = accuracy.check(c, accuracy.reference(a, b), v)
     assert guards_ok, f"{v.name} wrote outside C at {shape}"
-    assert not bool(cupy.isnan(c).any()), f"{v.name} left elements of C unwritten at {shape}"
+    assert not bool(cupy.isnan(testing.to_float64(c)).any()), f"{v.name} left elements of C unwritten at {shape}"
     assert ok, f"{v.name} {shape}: rel err {err:.2e} over {accuracy.tolerance(v.math_dtype, v.dtype_acc)}"
 
 
@@ -142,6 +148,35 @@ def test_dlpack_inputs():
     c = cugemm.run("sgemm_warp_tile", a, b)
     ref = (a.double() @ b.double()).cpu().numpy()
     assert abs(cupy.asnumpy(c) - ref).max() < 1e-3
+
+
+def _bf16_variant():
+    bf = variants(dtype="bfloat16")
+    assert bf, "no bfloat16 variant registered"
+    return bf[0]
+
+
+def test_bf16_from_cupy_and_torch():
+    """bfloat16 from CuPy (ml_dtypes arrays) and from torch (its __cuda_array_interface__ says
+    only '<V2'; cugemm reads the tensor's dtype, and a torch `out` is written in place)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("ml_dtypes")
+    v = _bf16_variant()
+    M, N, K = v.tile_shape(2, 1, 2)
+    a, b = testing.random_operands("bfloat16", M, N, K)
+    ref = accuracy.reference(a, b)
+    c = cugemm.run(v, a, b)
+    assert c.dtype.name == "bfloat16" and accuracy.check(c, ref, v)[1]
+    ta = torch.from_dlpack(a)
+    tb = torch.from_dlpack(b)
+    assert ta.dtype == torch.bfloat16
+    tout = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+    got = cugemm.run(v, ta, tb, out=tout)
+    torch.cuda.synchronize()
+    assert got.data.ptr == tout.data_ptr() and got.dtype.name == "bfloat16"
+    assert accuracy.check(got, ref, v)[1]
+    with pytest.raises(TypeError, match="the variant takes bfloat16"):
+        cugemm.run(v, ta.half(), tb.half())
 
 
 def test_runs_on_the_current_stream():

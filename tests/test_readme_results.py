@@ -5,7 +5,7 @@ import os
 import re
 from pathlib import Path
 
-from cugemm.bench import README_BEGIN, README_END, readme_block
+from cugemm.bench.report import README_BEGIN, README_END, readme_block
 
 ROOT = Path(__file__).resolve().parents[1]
 

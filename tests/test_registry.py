@@ -1,12 +1,13 @@
 """Registry invariants: names, aliases, derived name expressions, and that the table and the kernel
 sources agree (template names and parameter counts, no orphan kernel file)."""
+import dataclasses
 import re
 
 import pytest
 
 import cugemm
 from cugemm import jit
-from cugemm.registry import get_variant, variants
+from cugemm.registry import build_index, get_variant, variants
 
 # The FP32 ladder the foundation issue asks for, by the notes' names.
 SGEMM_LADDER = [
@@ -30,12 +31,11 @@ def test_above_the_notes():
     assert any(v.any_shape and v.dtype_in == "float32" for v in warp), "an any-shape FP32 variant"
 
 
-def test_names_and_aliases_are_unique():
-    seen = set()
-    for v in variants():
-        for n in (v.name,) + v.aliases:
-            assert n not in seen
-            seen.add(n)
+def test_a_name_registered_twice_is_refused():
+    v = get_variant("sgemm_naive_f32")
+    with pytest.raises(RuntimeError, match="registered twice"):
+        build_index([v, dataclasses.replace(v, name="other", aliases=(v.name,))])
+    assert set(build_index(variants())) == {n for v in variants() for n in (v.name,) + v.aliases}
 
 
 @pytest.mark.parametrize("v", variants(), ids=lambda v: v.name)
@@ -45,21 +45,22 @@ def test_variant_record(v):
         assert get_variant(alias) is v
     # the name expression is derived from the record: template<args in parameter order>
     args = [("true" if x else "false") if isinstance(x, bool) else str(x) for _, x in v.params]
+    assert all(isinstance(x, (bool, int, str)) for _, x in v.params)
     assert v.name_expression == f"{v.template}<{', '.join(args)}>"
     assert 0 < v.threads <= 1024 and v.threads % 32 == 0
     assert v.dtype_in and v.dtype_out and v.dtype_acc and v.layout in ("row", "col")
     assert v.archs and all(a.startswith("sm_") for a in v.archs)
     assert v.doc and v.seed
-    assert v.align in (2, 4, 8, 16) and v.align % v._np_in.itemsize == 0
+    assert v.align in (2, 4, 8, 16) and v.align % v.dt_in.itemsize == 0
     assert jit.kernel_path(v).is_file()
 
 
 def _templates_in(path):
-    """{template name: number of template parameters} for every __global__ template in a file."""
+    """{template name: [parameter names]} for every __global__ template in a file."""
     text = re.sub(r"//.*", "", path.read_text())
     out = {}
     for m in re.finditer(r"template\s*<([^>]*)>\s*__global__.*?(\w+)\s*\(\s*const\b", text, re.S):
-        out[m.group(2)] = len([p for p in m.group(1).split(",") if p.strip()])
+        out[m.group(2)] = [p.split()[-1] for p in m.group(1).split(",") if p.strip()]
     return out
 
 
@@ -67,7 +68,19 @@ def _templates_in(path):
 def test_template_matches_source(v):
     templates = _templates_in(jit.kernel_path(v))
     assert v.template in templates, f"{v.source} defines {sorted(templates)}"
-    assert templates[v.template] == len(v.params)
+    assert templates[v.template] == [name for name, _ in v.params], "template parameter names, in order"
+
+
+def test_template_parser_reads_names():
+    # the parser the test above relies on, on a known text
+    import pathlib
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        p = pathlib.Path(d) / "k.cu"
+        p.write_text("template <int BM, bool F16ACC, class T>\n__global__ void __launch_bounds__(256)\n"
+                     "k(const T* a) {}\n")
+        assert _templates_in(p) == {"k": ["BM", "F16ACC", "T"]}
 
 
 def test_one_kernel_template_per_file_and_no_orphans():
@@ -107,8 +120,44 @@ def test_check_shape_names_the_rule():
 
 
 def test_public_api():
-    for name in ("run", "variants", "get_variant", "compile"):
-        assert callable(getattr(cugemm, name))
+    assert set(cugemm.__all__) >= {"run", "variants", "get_variant", "compile", "compile_source",
+                                   "float16", "bfloat16"}
     v = cugemm.get_variant("sgemm_naive_f32")
-    for field in ("name", "family", "dtype_in", "dtype_out", "dtype_acc", "layout", "min_arch"):
-        assert getattr(v, field) is not None
+    assert (v.dtype_in, v.dtype_out, v.dtype_acc, v.layout, v.min_arch) == ("float32", "float32", "float32",
+                                                                          "row", 80)
+    assert cugemm.bfloat16.name == "bfloat16" and cugemm.float16.short == "f16"
+
+
+def test_archs_fit_shared_memory():
+    """No variant claims an arch whose chips cannot give a block its shared memory, and min_arch is
+    the lowest claim (the registry derives it)."""
+    from cugemm import arch
+
+    for v in variants():
+        for a in v.archs:
+            assert v.smem_dynamic <= arch.smem_optin(arch.parse(a).cc), (v.name, a)
+        assert v.min_arch == min(arch.parse(a).cc for a in v.archs), v.name
+    big = get_variant("hgemm_wmma_m16n16k16_mma2x4_warp4x4x4_stage4")
+    assert big.smem_dynamic > 163 * 1024 and big.archs == ("sm_90",) and big.min_arch == 90
+    with pytest.raises(ValueError, match="claims sm_80 but needs"):
+        dataclasses.replace(big, archs=("sm_80", "sm_90"))
+
+
+def test_launch_shape_hooks():
+    """grid_fn sees the device (persistent kernels size their grid by SM count), clusters round the
+    grid up to whole clusters, args_fn sees the operands."""
+    from cugemm.variant import DeviceInfo
+
+    v = get_variant("sgemm_warp_tile")
+    dev = DeviceInfo(cc=90, sms=132, smem_optin=227 * 1024)
+    assert v.grid(1000, 1000, 64, dev) == (-(-1000 // v.tile[1]), -(-1000 // v.tile[0]), 1)
+    persistent = dataclasses.replace(v, name="p", grid_fn=lambda v, M, N, K, dev: (dev.sms, 1, 1))
+    assert persistent.grid(4096, 4096, 4096, dev) == (132, 1, 1)
+    clustered = dataclasses.replace(v, name="c", cluster=(2, 1, 1))
+    gx, gy, _ = clustered.grid(1000, 1000, 64, dev)
+    assert gx % 2 == 0 and gx >= -(-1000 // v.tile[1]) and gy == -(-1000 // v.tile[0])
+    with pytest.raises(ValueError, match="cluster"):
+        dataclasses.replace(v, name="bad", cluster=(0, 1, 1))
+    seen = []
+    hooked = dataclasses.replace(v, name="h", args_fn=lambda v, A, B, C, M, N, K: seen.append((A, M)) or (7,))
+    assert hooked.extra_args("A", "B", "C", 1, 2, 3) == (7,) and seen == [("A", 1)]

@@ -3,6 +3,7 @@ the kernel template's rules, and the block-swizzle grid covers every tile exactl
 import numpy as np
 import pytest
 
+from cugemm import jit
 from cugemm.families import sgemm_tf32
 from cugemm.registry import get_variant, variants
 
@@ -31,15 +32,15 @@ def test_wgmma_ws_record(v):
     """The warp-specialized Hopper rung (04_wgmma_m64n256k8_ws.cu): 256x128x32, 3 warpgroups."""
     p = v.param_dict
     assert (v.dtype_in, v.dtype_out, v.dtype_acc) == ("float32",) * 3 and v.math == "wgmma"
-    assert v.math_dtype == "tfloat32" and v.seed == "003" and v.headers == ("mma.h", "crt/mma.h")
+    assert v.math_dtype == "tfloat32" and v.seed == "003"
     assert v.archs == ("sm_90a",) and v.min_arch == 90
     assert [k for k, _ in v.params] == ["STAGES", "ROUND"]
     assert v.name == "sgemm_wgmma_m64n256k8_rs_ws_stage%d%s" % (p["STAGES"], "" if p["ROUND"] else "_trunc")
     assert 3 <= p["STAGES"] <= 7  # 1 + 2 * STAGES named barriers of 16
     assert v.tile == (256, 128, 32) and v.multiple_of == v.tile and v.align == 16
-    assert v.block == (384, 1, 1) and v.extra_args(4096, 4096, 4096) == ()
+    assert v.block == (384, 1, 1) and v.args_fn is None
     assert v.smem_dynamic == p["STAGES"] * (256 * 32 + 32 * 136) * 4 + 1024 <= 227 * 1024
-    assert v.grid(4096, 4096) == (4096 // 128, 4096 // 256, 1)
+    assert v.grid(4096, 4096, 4096) == (4096 // 128, 4096 // 256, 1)
 
 
 @pytest.mark.parametrize("v", [v for v in FAMILY if v.template == "sgemm_wgmma_tf32_rs"],
@@ -48,17 +49,17 @@ def test_wgmma_record(v):
     """The Hopper rung (03_wgmma_m64nNk8_rs.cu): sm_90a only, BK 32, 64 columns per warpgroup."""
     p = v.param_dict
     assert (v.dtype_in, v.dtype_out, v.dtype_acc) == ("float32",) * 3
-    assert v.math_dtype == "tfloat32" and v.seed == "003" and v.headers == ("mma.h", "crt/mma.h")
+    assert v.math_dtype == "tfloat32" and v.seed == "003"
     assert v.archs == ("sm_90a",) and v.min_arch == 90
     assert v.name.startswith("sgemm_wgmma_m64n%dk8_" % p["BM"]) and v.template == "sgemm_wgmma_tf32_rs"
     assert [k for k, _ in v.params] == ["BM", "WGS", "STAGES", "A_ROUND"]
     assert p["BM"] in (128, 256) and p["STAGES"] >= 3 and f"_stage{p['STAGES']}" in v.name
     bn = 64 * p["WGS"]
     assert v.tile == (p["BM"], bn, 32) and v.multiple_of == v.tile and v.align == 16
-    assert v.block == (128 * p["WGS"], 1, 1) and v.extra_args(4096, 4096, 4096) == ()
+    assert v.block == (128 * p["WGS"], 1, 1) and v.args_fn is None
     smem = p["STAGES"] * (p["BM"] * 32 + 32 * (bn + 8)) * 4 + 1024
     assert v.smem_dynamic == smem <= 227 * 1024
-    assert v.grid(4096, 4096) == (4096 // bn, 4096 // p["BM"], 1)
+    assert v.grid(4096, 4096, 4096) == (4096 // bn, 4096 // p["BM"], 1)
     # A_ROUND: 0 truncated by the tensor cores, 1 rounded in place in shared memory, 2 via registers
     assert p["A_ROUND"] == (0 if v.name.endswith("_trunc") else 2 if v.name.endswith("_ldg") else 1)
 
@@ -68,8 +69,8 @@ def test_tf32_record(v):
     p = v.param_dict
     assert (v.dtype_in, v.dtype_out, v.dtype_acc) == ("float32",) * 3
     assert v.math_dtype == "tfloat32" and v.math in ("wmma", "mma") and v.seed == "003"
-    assert v.headers == ("mma.h", "crt/mma.h") and v.min_arch >= 80
-    assert {"sm_80", "sm_90"} <= set(v.archs)
+    assert "mma.h" in jit.cuda_headers(jit.source(v)) or v.math == "mma"
+    assert "sm_90" in v.archs and ("sm_80" in v.archs) == (v.smem_dynamic <= 163 * 1024)
     if v.math == "wmma":  # 16 x 16 wmma fragments
         assert v.name.startswith("sgemm_wmma_m16n16k8_") and v.template == "sgemm_wmma_tf32_stages"
         assert [k for k, _ in v.params] == ["WARPS_M", "WARPS_N", "FRAGS_M", "FRAGS_N", "BK",
@@ -87,18 +88,19 @@ def test_tf32_record(v):
     smem = p["STAGES"] * (bm * (p["BK"] + p["A_PAD"]) + p["BK"] * (bn + p["B_PAD"])) * 4
     assert v.smem_dynamic == (smem if p["DSMEM"] else 0)
     assert smem <= 227 * 1024 and (p["DSMEM"] or smem <= 48 * 1024)
-    # every variant passes the 7th kernel argument; only swizzled ones reshape the grid
-    assert v.args_fn is not None and (v.grid_fn is not None) == p["SWIZZLE"]
-    extra = v.extra_args(4096, 4096, 4096)
+    # every variant passes the 7th kernel argument (the swizzle stride, 0 without swizzle); the
+    # grid is always one block per tile
+    assert v.args_fn is not None and v.grid_fn is None
+    extra = v.extra_args(None, None, None, 4096, 4096, 4096)
     assert len(extra) == 1 and isinstance(extra[0], np.int32)
-    if not p["SWIZZLE"]:
-        assert extra[0] == 0 and v.grid(4096, 4096) == (4096 // bn, 4096 // bm, 1)
+    assert v.grid(4096, 4096, 4096) == (4096 // bn, 4096 // bm, 1)
+    assert (extra[0] == 0) == (not p["SWIZZLE"])
     if "_swizzle" in v.name:
         assert p["SWIZZLE"]
     if "_dsmem" in v.name:
         assert p["DSMEM"]
     assert p["ROUND"] == (not v.name.endswith("_trunc"))  # _trunc: the tensor cores truncate
-    assert v.min_arch == (80 if smem <= 163 * 1024 else 90)
+    assert v.min_arch == (80 if v.smem_dynamic <= 163 * 1024 else 90)
 
 
 @pytest.mark.parametrize("N,stride", [(4096, 1024), (8192, 2048), (16384, 4096), (1024, 256),
@@ -115,13 +117,22 @@ def test_swizzle_grid_covers_each_tile_once(v, M, N):
     bm, bn = v.tile[0], v.tile[1]
     if M % bm or N % bn:
         pytest.skip("not a legal shape for this tile")
-    gx, gy, gz = v.grid(M, N)
-    (stride,) = v.extra_args(M, N, 64)
-    assert stride % bn == 0 and gx == stride // bn and gy == M // bm
-    seen = []
-    for z in range(gz):  # the kernel's block -> tile map, blocks past column N return
-        for x in range(gx):
-            bx = z * (stride // bn) + x
-            if bx * bn < N:
-                seen += [(y, bx) for y in range(gy)]
-    assert sorted(seen) == [(y, x) for y in range(M // bm) for x in range(N // bn)]
+    gx, gy, gz = v.grid(M, N, 64)
+    (stride,) = v.extra_args(None, None, None, M, N, 64)
+    assert stride % bn == 0 and (gx, gy, gz) == (N // bn, M // bm, 1)
+
+    def raster_grouped(i, rows, cols, group):  # kernels/lib/raster.cuh, line for line
+        if group <= 1:
+            return i // cols, i % cols
+        per_band = group * cols
+        first = i // per_band * group
+        height = min(rows - first, group)
+        in_band = i % per_band
+        return first + in_band % height, in_band // height
+
+    # the kernels call it over tile columns (rows <-> columns swapped): bands of stride / BN
+    # columns, each walked row by row
+    order = [raster_grouped(i, gx, gy, stride // bn)[::-1] for i in range(gx * gy)]
+    assert sorted(order) == [(y, x) for y in range(gy) for x in range(gx)]
+    band = stride // bn
+    assert all(order[i][1] // band <= order[i + 1][1] // band for i in range(len(order) - 1))

@@ -91,29 +91,31 @@ def test_grid_limit(fake):
         check_inputs(naive, fake((16 * 65536, 1)), fake((1, 1)))
 
 
-def test_arch_check():
-    T8.check_arch(80)
-    T8.check_arch(90)
+def test_device_check():
+    T8.check_device(80)
+    T8.check_device(90)
     with pytest.raises(RuntimeError, match=r"needs compute capability >= 8.0 \(sm_80\); this GPU is sm_75"):
-        T8.check_arch(75)
+        T8.check_device(75)
 
 
 def test_arch_specific_variants_run_only_on_their_chip():
     import dataclasses
 
     v = dataclasses.replace(T8, name="hopper_only", archs=("sm_90a",), min_arch=90)
-    v.check_arch(90)
+    v.check_device(90)
     with pytest.raises(RuntimeError, match="built for sm_90a only"):
-        v.check_arch(100)
+        v.check_device(100)
 
 
 def test_shared_memory_limit():
     big = [v for v in cugemm.variants() if v.smem_dynamic > 48 * 1024]
     assert big, "some variant uses dynamic shared memory beyond 48 KB"
     v = max(big, key=lambda v: v.smem_dynamic)
-    v.check_smem(227 * 1024)  # Hopper's opt-in limit
-    with pytest.raises(RuntimeError, match=r"bytes of dynamic shared memory per block; this GPU allows 101376"):
-        v.check_smem(99 * 1024)  # sm_86 / sm_89
+    v.check_device(90, 227 * 1024)  # Hopper's opt-in limit
+    with pytest.raises(RuntimeError, match=r"bytes of dynamic shared memory per block; sm_90 allows 101376"):
+        v.check_device(90, 99 * 1024)  # what the GPU itself reports wins over the table
+    with pytest.raises(RuntimeError, match=r"sm_89 allows 101376"):
+        cugemm.get_variant("hgemm_wmma_fast").check_device(89)  # 153 KB: not on an RTX 40xx
 
 
 def test_host_arrays_and_junk_are_refused():
@@ -126,3 +128,42 @@ def test_host_arrays_and_junk_are_refused():
 def test_unknown_variant_in_run():
     with pytest.raises(KeyError, match="closest"):
         cugemm.run("sgemm_naive_f3", None, None)
+
+
+class _Tensor:
+    """A stand-in for a torch tensor: __cuda_array_interface__ plus a dtype attribute."""
+
+    def __init__(self, shape, typestr, dtype, ptr=0x7F0000000000):
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr, "data": (ptr, False),
+                                         "strides": None, "version": 3}
+        self.dtype = dtype
+
+
+def test_bf16_through_cuda_array_interface(fake):
+    import dataclasses
+
+    bf = dataclasses.replace(cugemm.get_variant("hgemm_wmma_fast"), name="bf16_kernel",
+                             dtype_in="bfloat16", dtype_out="bf16")
+    assert bf.dt_in is cugemm.bfloat16 and bf.dtype_out == "bfloat16"
+    # torch reports bfloat16 as a 2-byte void; its dtype attribute says what it is
+    a, b = _Tensor((128, 64), "<V2", "torch.bfloat16"), _Tensor((64, 256), "<V2", "torch.bfloat16")
+    assert check_inputs(bf, a, b) == (128, 256, 64)
+    # a bare 2-byte void is not taken for bfloat16 (nor float16)
+    with pytest.raises(TypeError, match=r"A has dtype <V2 \(an unnamed 2-byte type"):
+        check_inputs(bf, fake((128, 64), "<V2"), fake((64, 256), "<V2"))
+    with pytest.raises(TypeError, match="the variant takes float16"):
+        check_inputs(cugemm.get_variant("hgemm_wmma_fast"), a, b)
+    with pytest.raises(TypeError, match="A has dtype float16, the variant takes bfloat16"):
+        check_inputs(bf, fake((128, 64), "<f2"), b)
+
+
+def test_run_without_a_gpu_says_so(fake):
+    from cugemm import toolkit
+
+    if toolkit.have_gpu():
+        pytest.skip("this machine has a GPU")
+    # the operands are checked first (no device needed), then the missing GPU is named
+    with pytest.raises(ValueError, match="inner dimensions differ"):
+        cugemm.run(T8, fake((128, 8)), fake((16, 128)))
+    with pytest.raises(RuntimeError, match="(no usable CUDA GPU|no CUDA GPU found|needs CuPy)"):
+        cugemm.run(T8, fake((128, 8)), fake((8, 128)))

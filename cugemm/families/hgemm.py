@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from ..variant import Variant
 
-F16 = dict(dtype_in="float16", dtype_out="float16", dtype_acc="float16", math="hfma2",
-           headers=("cuda_fp16.h",))
+F16 = dict(dtype_in="float16", dtype_out="float16", dtype_acc="float16", math="hfma2")
 
 
 def _hgemm_naive(name, *, BM, BN, doc, **kw):

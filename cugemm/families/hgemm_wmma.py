@@ -17,16 +17,17 @@ notes' best rung (mma4x2_warp2x4x2_rbuf_async_dbuf_offset) 255 = 39% at 4096x409
 """
 from __future__ import annotations
 
+from ..arch import archs_for_smem
 from ..variant import Variant
 
-HEADERS = ("mma.h", "crt/mma.h", "cuda_fp16.h")
 PAD_OFFSET = 8  # halves: makes the A and B shared row strides odd multiples of 16 bytes
 
 
-def _common(name, *, f16acc, seed, doc, **kw):
+def _common(name, *, f16acc, seed, doc, smem_dynamic=0, **kw):
     return dict(name=name, family="hgemm_wmma", dtype_in="float16", dtype_out="float16",
-                dtype_acc="float16" if f16acc else "float32", math="wmma", align=16, min_arch=80,
-                archs=("sm_80", "sm_90"), headers=HEADERS, seed=seed, doc=doc, **kw)
+                dtype_acc="float16" if f16acc else "float32", math="wmma", align=16,
+                archs=archs_for_smem(smem_dynamic), smem_dynamic=smem_dynamic, seed=seed, doc=doc,
+                **kw)
 
 
 def _naive(name, *, WM=16, WN=16, WK=16, f16acc=False, doc, **kw):
@@ -102,7 +103,7 @@ def _stages(name, *, WM=16, WN=16, WK=16, WARPS_M, WARPS_N, WTM, WTN, WTK, STAGE
                 ("WARP_TILE_K", WTK), ("STAGES", STAGES), ("PAD", PAD), ("SWIZZLE", SWIZZLE),
                 ("F16ACC", f16acc)),
         tile=(bm, bn, bk), block=(32 * WARPS_M * WARPS_N, 1, 1), multiple_of=(bm, bn, bk),
-        smem_dynamic=smem, **_common(name, f16acc=f16acc, seed="cugemm", doc=doc, **kw))
+        **_common(name, f16acc=f16acc, seed="cugemm", doc=doc, smem_dynamic=smem, **kw))
 
 
 _W = "hgemm_wmma_m16n16k16_"

@@ -2,9 +2,8 @@
 
 A is MxK with leading dimension M, B is KxN with leading dimension K, C is MxN with leading
 dimension M; `cugemm.run` takes F-contiguous operands for these variants and returns an F-ordered C.
-The kernels use cooperative groups, so every row names the CUDA headers the JIT must find in one
-include directory: <cooperative_groups.h> and the <nv/target> it includes (the kernels define
-_CG_LIMIT_INCLUDED_DEPENDENCIES, so libcu++'s <cuda/std/...> is not needed).
+The kernels use cooperative groups: <cooperative_groups.h> and the <nv/target> it includes (the
+kernels define _CG_LIMIT_INCLUDED_DEPENDENCIES, so libcu++'s <cuda/std/...> is not needed).
 
 Each constructor turns the few numbers that define a rung (tile sizes, thread tile) into a full
 Variant: template arguments in the kernel's parameter order, block shape, shape rules.
@@ -14,7 +13,7 @@ from __future__ import annotations
 from ..variant import Variant
 
 F32_CM = dict(dtype_in="float32", dtype_out="float32", dtype_acc="float32", math="ffma",
-              layout="col", headers=("cooperative_groups.h", "nv/target"), seed="001")
+              layout="col", seed="001")
 
 
 def _warp_tile32(name, source, template, *, TILE, WARPS, any_shape, doc):

@@ -44,11 +44,11 @@ Aliases: `sgemm_tf32_fast` (fastest of the family), `sgemm_tf32_wmma_fast` (fast
 both are `_trunc` variants.
 
 Block swizzle rule (the notes' default, from their benchmark driver): swizzle_stride = N / 4 rounded
-down to a multiple of 256 (1024 for N = 4096, 2048 for N = 8192); when that is under 256 the grid
-is one band (stride = N rounded up to BN: no swizzle). The grid is (stride / BN, M / BM,
-ceil(N / stride)): a band of stride / BN block columns is walked down all block rows before the next
-band starts. The stride goes to the kernel as a 7th int argument (args_fn); variants without swizzle
-pass 0, which the kernel ignores.
+down to a multiple of 256 (1024 for N = 4096, 2048 for N = 8192); when that is under 256 there is
+one band (stride = N rounded up to BN: no swizzle). The blocks walk C in bands of swizzle_stride
+columns, each band row by row (kernels/lib/raster.cuh); the last band may be narrower. The stride
+goes to the kernel as a 7th int argument (args_fn); variants without swizzle pass 0, which the
+kernel ignores.
 
 Measured on an H200 (CuPy 14.2, CUDA 13, 2026-11-22 03:59 UTC, results/tf32.json), 4096^3 /
 4096x4096x1024, cupy.matmul TF32 401.9 / 321.0 TFLOP/s in the same run: notes' rungs 60-67 / 58-65,
@@ -62,14 +62,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arch import archs_for_smem
 from ..variant import Variant
 
 TF32 = dict(dtype_in="float32", dtype_out="float32", dtype_acc="float32", math="wmma",
             math_dtype="tfloat32")
 SOURCE = "sgemm_tf32/01_wmma_m16n16k8_stages.cu"
 TEMPLATE = "sgemm_wmma_tf32_stages"
-HEADERS = ("mma.h", "crt/mma.h")
-SMEM_MAX_SM80 = 163 * 1024  # the most shared memory one block may opt in to on sm_80
 
 
 def swizzle_stride(v: Variant, N: int) -> int:
@@ -82,17 +81,11 @@ def swizzle_stride(v: Variant, N: int) -> int:
     return stride
 
 
-def _swizzle_grid(v: Variant, M: int, N: int) -> tuple:
-    bm, bn = v.tile[0], v.tile[1]
-    stride = swizzle_stride(v, N)
-    return (stride // bn, -(-M // bm), -(-N // stride))
-
-
-def _swizzle_args(v: Variant, M: int, N: int, K: int) -> tuple:
+def _swizzle_args(v: Variant, A, B, C, M: int, N: int, K: int) -> tuple:
     return (np.int32(swizzle_stride(v, N)),)
 
 
-def _no_swizzle_args(v: Variant, M: int, N: int, K: int) -> tuple:
+def _no_swizzle_args(v: Variant, A, B, C, M: int, N: int, K: int) -> tuple:
     return (np.int32(0),)  # the kernel's swizzle_stride argument, ignored without SWIZZLE
 
 
@@ -102,8 +95,6 @@ def _wmma_tf32(name, *, WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK=8, STAGES, A_PAD=
     smem = STAGES * (BM * (BK + A_PAD) + BK * (BN + B_PAD)) * 4
     if not DSMEM and smem > 48 * 1024:
         raise ValueError(f"{name}: {smem} B of static shared memory is over 48 KB; use DSMEM")
-    # sm_80 (A100) gives a block at most 163 KB of shared memory, sm_90 (H100/H200) 227 KB
-    min_arch = 80 if smem <= SMEM_MAX_SM80 else 90
     return Variant(
         name=name, family="sgemm_tf32", source=SOURCE, template=TEMPLATE,
         params=(("WARPS_M", WARPS_M), ("WARPS_N", WARPS_N), ("FRAGS_M", FRAGS_M),
@@ -111,9 +102,8 @@ def _wmma_tf32(name, *, WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK=8, STAGES, A_PAD=
                 ("B_PAD", B_PAD), ("SHARED_LD", SHARED_LD), ("DSMEM", DSMEM), ("SWIZZLE", SWIZZLE),
                 ("ROUND", ROUND)),
         tile=(BM, BN, BK), block=(32 * WARPS_M * WARPS_N, 1, 1),
-        multiple_of=(BM, BN, BK), align=16, min_arch=min_arch, archs=("sm_80", "sm_90"),
-        smem_dynamic=smem if DSMEM else 0, headers=HEADERS, seed="003", doc=doc,
-        grid_fn=_swizzle_grid if SWIZZLE else None,
+        multiple_of=(BM, BN, BK), align=16, archs=archs_for_smem(smem if DSMEM else 0),
+        smem_dynamic=smem if DSMEM else 0, seed="003", doc=doc,
         args_fn=_swizzle_args if SWIZZLE else _no_swizzle_args, **TF32, **kw)
 
 
@@ -132,10 +122,8 @@ def _mma_tf32(name, *, WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK, STAGES, A_PAD=4, 
                 ("FRAGS_N", FRAGS_N), ("BK", BK), ("STAGES", STAGES), ("A_PAD", A_PAD),
                 ("B_PAD", B_PAD), ("SWIZZLE", SWIZZLE), ("ROUND", ROUND)),
         tile=(BM, BN, BK), block=(32 * WARPS_M * WARPS_N, 1, 1),
-        multiple_of=(BM, BN, BK), align=16, min_arch=80 if smem <= SMEM_MAX_SM80 else 90,
-        archs=("sm_80", "sm_90"), smem_dynamic=smem, headers=HEADERS, seed="003", doc=doc,
-        grid_fn=_swizzle_grid if SWIZZLE else None,
-        args_fn=_swizzle_args if SWIZZLE else _no_swizzle_args,
+        multiple_of=(BM, BN, BK), align=16, archs=archs_for_smem(smem), smem_dynamic=smem,
+        seed="003", doc=doc, args_fn=_swizzle_args if SWIZZLE else _no_swizzle_args,
         **dict(TF32, math="mma"), **kw)
 
 
@@ -158,7 +146,7 @@ def _wgmma_tf32(name, *, BM, WGS, STAGES, A_ROUND, doc, **kw):
         name=name, family="sgemm_tf32", source=WGMMA_SOURCE, template=WGMMA_TEMPLATE,
         params=(("BM", BM), ("WGS", WGS), ("STAGES", STAGES), ("A_ROUND", A_ROUND)),
         tile=(BM, BN, BK), block=(128 * WGS, 1, 1), multiple_of=(BM, BN, BK), align=16,
-        min_arch=90, archs=("sm_90a",), smem_dynamic=smem, headers=HEADERS, seed="003", doc=doc,
+        archs=("sm_90a",), smem_dynamic=smem, seed="003", doc=doc,
         **dict(TF32, math="wgmma"), **kw)
 
 
@@ -175,7 +163,7 @@ def _wgmma_ws_tf32(name, *, STAGES, ROUND, doc, **kw):
         name=name, family="sgemm_tf32", source=WS_SOURCE, template=WS_TEMPLATE,
         params=(("STAGES", STAGES), ("ROUND", ROUND)),
         tile=(BM, BN, BK), block=(384, 1, 1), multiple_of=(BM, BN, BK), align=16,
-        min_arch=90, archs=("sm_90a",), smem_dynamic=smem, headers=HEADERS, seed="003", doc=doc,
+        archs=("sm_90a",), smem_dynamic=smem, seed="003", doc=doc,
         **dict(TF32, math="wgmma"), **kw)
 
 

@@ -1,0 +1,136 @@
+"""`python -m cugemm bench` / `python bench.py`: the bench's command line."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .. import toolkit
+from .measure import DTYPES, SWEEPS, _grid, bench_shape, chosen_variants, operand_bytes, parse_shapes, sweep_shapes
+from .report import device_line, format_table, metadata, plot, write_csv, write_json
+from .timing import Timer
+
+
+class Progress:
+    """A one-line progress bar on a terminal, plain lines otherwise (logs, CI)."""
+
+    def __init__(self, total: int, what: str, stream=None):
+        self.total, self.what, self.n = total, what, 0
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+
+    def step(self, label: str):
+        self.n += 1
+        if self.tty:
+            width = 30
+            done = int(width * self.n / max(self.total, 1))
+            self.stream.write(f"\r{self.what} [{'#' * done}{'.' * (width - done)}] {self.n}/{self.total} "
+                              f"{label[:60]:60s}")
+            if self.n == self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(f"{self.what} {self.n}/{self.total}: {label}\n")
+        self.stream.flush()
+
+
+def parser(prog: str = "python -m cugemm bench") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Time cugemm variants against cupy.matmul "
+                                "(cuBLAS) on the same inputs, in the same run.")
+    p.add_argument("--m", type=int, nargs="+", default=[4096], help="M values (default 4096)")
+    p.add_argument("--n", type=int, nargs="+", default=[4096], help="N values (default 4096)")
+    p.add_argument("--k", type=int, nargs="+", default=[1024], help="K values (default 1024)")
+    p.add_argument("--sweep", choices=sorted(SWEEPS), help="a named shape grid instead of --m/--n/--k")
+    p.add_argument("--shapes", help="explicit shapes instead of --m/--n/--k: MxNxK,MxNxK,...")
+    p.add_argument("--max-size", type=int, default=None, help="drop sweep shapes with a dimension over this")
+    p.add_argument("--dtype", choices=sorted(DTYPES), default="f32",
+                   help="f32 (default), f16, bf16 or tf32 (fp32 inputs, TF32 tensor cores)")
+    p.add_argument("--variants", default=None, help="glob(s) over variant names, comma-separated")
+    p.add_argument("--warmup", type=int, default=5, help="warm-up launches per variant (default 5)")
+    p.add_argument("--iters", type=int, default=50, help="timed repetitions, median taken (default 50)")
+    p.add_argument("--no-check", action="store_true", help="skip the correctness check before timing")
+    p.add_argument("--json", metavar="PATH", help="write the rows and the run's metadata as JSON")
+    p.add_argument("--csv", metavar="PATH", help="write the rows as CSV")
+    p.add_argument("--markdown", action="store_true", help="print markdown tables")
+    p.add_argument("--plot", metavar="PATH", help="draw TFLOP/s per variant to a PNG (needs matplotlib)")
+    return p
+
+
+def _fail(msg: str) -> int:
+    print(f"bench: {msg}", file=sys.stderr)
+    return 2
+
+
+def main(argv=None, prog: str = "python -m cugemm bench") -> int:
+    """Exit status: 0 when every row ran (FAIL rows included: they are reported), 1 when a variant's
+    result was wrong, 2 for a usage error or a machine that cannot bench (no GPU, no CuPy)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser(prog).parse_args(argv)
+    except SystemExit as e:  # argparse printed its message
+        return int(e.code or 0)
+    if args.sweep and args.shapes:
+        return _fail("give --sweep or --shapes, not both")
+    try:
+        shapes = (sweep_shapes(args.sweep, args.max_size) if args.sweep
+                  else parse_shapes(args.shapes) if args.shapes else _grid(args.m, args.n, args.k))
+    except ValueError as e:
+        return _fail(str(e))
+    if not shapes:
+        return _fail("no shapes to run (check --max-size)")
+    if any(min(s) < 0 for s in shapes):
+        return _fail("shape dimensions must be non-negative")
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            return _fail("--plot needs matplotlib (pip install 'cugemm[plot]')")
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return _fail("the bench needs CuPy and a GPU: pip install 'cugemm[cuda13]' (or '[cuda12]')")
+    if not toolkit.have_gpu():
+        return _fail("no CUDA GPU found; the bench needs one (`python -m cugemm compile` does not)")
+    tf32_env = os.environ.get("CUPY_TF32", "0") not in ("", "0")
+    if args.dtype == "tf32" and not tf32_env:
+        # CuPy reads CUPY_TF32 once: run again with it set, so the baseline is cuBLAS TF32
+        os.environ["CUPY_TF32"] = "1"
+        os.execv(sys.executable, [sys.executable, "-m", "cugemm", "bench"] + argv)
+    chosen = chosen_variants(args.dtype, args.variants)
+    if not chosen:
+        return _fail(f"no {args.dtype} variant matches {args.variants!r} (python -m cugemm list)")
+    meta = metadata()
+    print(device_line(meta))
+    if args.dtype == "f32" and tf32_env:
+        print("bench: note: CUPY_TF32 is set, so the cupy.matmul baseline runs in TF32")
+
+    from .. import jit
+
+    progress = Progress(len(chosen), "compile")
+    for v in chosen:  # compile (or load from CuPy's cache) up front, so timing starts warm
+        progress.step(v.name)
+        try:
+            jit.get_function(v)
+        except Exception:
+            pass  # the variant's row reports the error
+    timer = Timer(args.warmup, args.iters)
+    progress = Progress(len(shapes), "bench")
+    all_rows = []
+    for M, N, K in shapes:
+        progress.step(f"{M}x{N}x{K}")
+        rows = bench_shape(M, N, K, args.dtype, timer=timer, check=not args.no_check, chosen=chosen)
+        all_rows += rows
+        flushed = operand_bytes(M, N, K, args.dtype) <= timer.l2_bytes
+        print(f"\nM={M} N={N} K={K} {args.dtype}: median of up to {args.iters} runs"
+              f"{', L2 flushed' if flushed else ''}, "
+              f"baseline cupy.matmul{' (TF32)' if args.dtype == 'tf32' else ''}; * = fastest")
+        print(format_table(rows, markdown=args.markdown))
+        sys.stdout.flush()
+    if args.json:
+        write_json(args.json, meta, all_rows, argv)
+    if args.csv:
+        write_csv(args.csv, meta, all_rows)
+    if args.plot:
+        plot(args.plot, meta, all_rows)
+    from .measure import Status
+
+    return 1 if any(r.status is Status.FAIL for r in all_rows) else 0

@@ -1,0 +1,172 @@
+"""Measuring: every chosen variant against cupy.matmul (cuBLAS) on one shape, in the same run.
+
+Each variant's result is checked against the float64 reference (output poisoned with NaN first)
+before it is timed; a wrong result is FAIL and never ranked. The figure that counts is the ratio to
+cupy.matmul on the same inputs in the same run. Inputs are random normal, never zeros.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass
+
+from .. import accuracy, dtypes, testing
+from ..registry import variants
+from .timing import Timer
+
+# --dtype: (input type, math type). tf32 runs float32 inputs through TF32 tensor-core variants,
+# against cupy.matmul with CUPY_TF32=1 (which CuPy reads once, at import: the CLI re-executes itself
+# with it set). f32's baseline is plain FP32 cupy.matmul; bf16's is cupy.matmul on bfloat16 arrays.
+DTYPES = {"f32": ("float32", "float32"), "f16": ("float16", "float16"),
+          "bf16": ("bfloat16", "bfloat16"), "tf32": ("float32", "tfloat32")}
+
+
+class Status(str, enum.Enum):
+    BASELINE = "baseline"     # cupy.matmul, checked
+    OK = "ok"                 # checked, within tolerance
+    FAIL = "FAIL"             # checked, wrong: never ranked
+    UNCHECKED = "unchecked"   # --no-check
+    ERROR = "error"           # raised (shape rule, compile error, ...): `detail` says what
+
+
+@dataclass
+class Row:
+    """One variant (or the baseline) on one shape."""
+
+    variant: str
+    M: int
+    N: int
+    K: int
+    dtype: str
+    ms: float | None = None
+    p20_ms: float | None = None
+    p80_ms: float | None = None
+    tflops: float | None = None
+    pct: float | None = None
+    rel_err: float | None = None
+    status: Status = Status.ERROR
+    detail: str = ""
+    fastest: bool = False
+
+    @property
+    def timed(self) -> bool:
+        return self.ms is not None and self.status in (Status.OK, Status.BASELINE, Status.UNCHECKED)
+
+    @property
+    def label(self) -> str:
+        """The status as shown in tables: the error's first line for ERROR rows."""
+        return self.detail if self.status is Status.ERROR else self.status.value
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["status"] = self.status.value
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Row":
+        d = dict(d)
+        try:
+            d["status"] = Status(d.get("status", "error"))
+        except ValueError:  # result files written before the Status enum: the error text itself
+            d["detail"], d["status"] = d["status"], Status.ERROR
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+def _grid(ms, ns, ks):
+    return [(m, n, k) for m in ms for n in ns for k in ks]
+
+
+# Named shape grids (--sweep). Each takes the size cap (--max-size) and returns (M, N, K) tuples.
+SWEEPS = {
+    # seed 004's grid: M, N in {1024, 2048, 4096}, K in {256, 512, 1024}
+    "seed-hgemm": lambda cap: _grid((1024, 2048, 4096), (1024, 2048, 4096), (256, 512, 1024)),
+    # seed 003's grid: M, N in {4096, 8192, 16384}, K in {2048, 4096, 8192}
+    "seed-sgemm": lambda cap: _grid((4096, 8192, 16384), (4096, 8192, 16384), (2048, 4096, 8192)),
+    # square products from 256 to 8192
+    "square": lambda cap: [(s, s, s) for s in (256, 512, 1024, 2048, 4096, 8192)],
+}
+
+
+def sweep_shapes(name: str, max_size: int | None = None) -> list[tuple]:
+    """The shapes of a named sweep, dropping those with a dimension over max_size."""
+    if name not in SWEEPS:
+        raise KeyError(f"unknown sweep {name!r}; known: {', '.join(SWEEPS)}")
+    return [s for s in SWEEPS[name](max_size) if max_size is None or max(s) <= max_size]
+
+
+def parse_shapes(text: str) -> list[tuple]:
+    """'4096x4096x1024,128x256x64' -> [(4096, 4096, 1024), (128, 256, 64)]."""
+    out = []
+    for part in text.split(","):
+        dims = part.strip().lower().split("x")
+        if len(dims) != 3 or not all(d.isdigit() for d in dims):
+            raise ValueError(f"shape {part.strip()!r} is not MxNxK (e.g. 4096x4096x1024)")
+        out.append(tuple(int(d) for d in dims))
+    return out
+
+
+def chosen_variants(dtype: str, pattern: str | None = None):
+    dtype_in, math_dtype = DTYPES[dtype]
+    return variants(pattern, dtype=dtype_in, math_dtype=math_dtype)
+
+
+def bench_shape(M: int, N: int, K: int, dtype: str = "f32", pattern: str | None = None,
+                warmup: int = 5, iters: int = 50, timer: Timer | None = None, check: bool = True,
+                chosen=None) -> list[Row]:
+    """Time cupy.matmul and every matching variant on one MxNxK shape; one Row per variant.
+
+    dtype is a key of DTYPES. Each variant gets the inputs in its own layout (column-major variants
+    get Fortran-ordered copies of the same values) and, unless check=False, a NaN-poisoned output
+    checked against the float64 reference before it is timed. A variant whose rules reject the
+    shape gets an ERROR row saying so.
+    """
+    import cupy
+
+    from ..launch import run
+
+    dtype_in, math_dtype = DTYPES[dtype]
+    timer = timer or Timer(warmup, iters)
+    flop = 2.0 * M * N * K
+    a, b = testing.random_operands(dtype_in, M, N, K)
+    ref = accuracy.reference(a, b) if check else None
+    operands = {"row": (a, b)}
+    rows: list[Row] = []
+
+    def row(name, fn, dtype_out, dtype_acc, layout="row", baseline=False):
+        out = testing.poisoned((M, N), dtype_out, layout)
+        r = Row(variant=name, M=M, N=N, K=K, dtype=dtype)
+        try:
+            fn(out)
+            if check:
+                r.rel_err = accuracy.rel_error(out, ref)
+                ok = accuracy.within(r.rel_err, math_dtype, dtype_acc)
+                r.status = (Status.BASELINE if baseline else Status.OK) if ok else Status.FAIL
+            else:
+                r.status = Status.BASELINE if baseline else Status.UNCHECKED
+            nbytes = a.nbytes + b.nbytes + out.nbytes
+            t = timer.measure(lambda: fn(out), nbytes)
+            r.ms, r.p20_ms, r.p80_ms = t["median"], t["p20"], t["p80"]
+            r.tflops = flop / t["median"] / 1e9
+        except Exception as e:  # a failing variant shows its reason and the others go on
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            r.status, r.detail = Status.ERROR, f"{type(e).__name__}: {msg}"[:160]
+        rows.append(r)
+
+    row("cupy.matmul", lambda out: cupy.matmul(a, b, out=out), dtype_in, "float32", baseline=True)
+    for v in (chosen if chosen is not None else chosen_variants(dtype, pattern)):
+        if v.layout not in operands:
+            operands[v.layout] = (cupy.asfortranarray(a), cupy.asfortranarray(b))
+        va, vb = operands[v.layout]
+        row(v.name, lambda out, v=v, va=va, vb=vb: run(v, va, vb, out), v.dtype_out, v.dtype_acc,
+            layout=v.layout)
+    base = rows[0].ms
+    for r in rows:
+        if r.ms and base:
+            r.pct = 100.0 * base / r.ms
+    ranked = [r for r in rows[1:] if r.ms and r.status in (Status.OK, Status.UNCHECKED)]
+    if ranked:
+        max(ranked, key=lambda r: r.tflops).fastest = True
+    return rows
+
+
+def operand_bytes(M: int, N: int, K: int, dtype: str) -> int:
+    return (M * K + K * N + M * N) * dtypes.get(DTYPES[dtype][0]).itemsize

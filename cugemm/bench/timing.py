@@ -1,0 +1,64 @@
+"""Device time of a callable, measured with CuPy events.
+
+Timing rule (DESIGN.md): events around each launch, warm-up first, the median and the p20/p80
+spread of many repetitions, the L2 cache flushed before each repetition (a write over a buffer twice
+its size) when the operands fit in L2, so no repetition starts with its inputs cached.
+"""
+from __future__ import annotations
+
+import math
+
+
+def percentile(sorted_values, q):
+    """Linear-interpolated percentile of an already sorted list (q in 0..100)."""
+    if len(sorted_values) == 1:
+        return sorted_values[0]
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+class Timer:
+    """Device time of a callable: median, p20 and p80 over repetitions timed with CuPy events."""
+
+    def __init__(self, warmup: int = 5, iters: int = 50, budget_s: float = 1.5):
+        import cupy
+
+        self.warmup, self.iters, self.budget_s = warmup, iters, budget_s
+        self.l2_bytes = cupy.cuda.Device().attributes.get("L2CacheSize", 50 * 2**20)
+        self._flush = cupy.empty(max(2 * self.l2_bytes, 2**20) // 4, dtype=cupy.float32)
+
+    def flush(self):
+        self._flush.fill(1.0)
+
+    def measure(self, fn, operand_bytes: int = 0) -> dict:
+        """{'median', 'p20', 'p80' (ms), 'n', 'l2_flushed'}; L2 flushed before each run if
+        operand_bytes fit in it."""
+        import cupy
+
+        flush = operand_bytes <= self.l2_bytes
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        for _ in range(max(1, self.warmup)):
+            if flush:
+                self.flush()
+            start.record()
+            fn()
+            end.record()
+        end.synchronize()
+        first = cupy.cuda.get_elapsed_time(start, end)
+        # slow kernels (the naive rungs) get fewer repetitions, never fewer than 5
+        iters = max(5, min(self.iters, int(self.budget_s * 1e3 / max(first, 1e-3))))
+        events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(iters)]
+        for s, e in events:
+            if flush:
+                self.flush()
+            s.record()
+            fn()
+            e.record()
+        events[-1][1].synchronize()
+        times = sorted(cupy.cuda.get_elapsed_time(s, e) for s, e in events)
+        return {"median": percentile(times, 50), "p20": percentile(times, 20),
+                "p80": percentile(times, 80), "n": iters, "l2_flushed": flush}
+
+    def median_ms(self, fn, operand_bytes: int = 0) -> float:
+        return self.measure(fn, operand_bytes)["median"]

@@ -1,0 +1,89 @@
+"""The element types cugemm knows, as its own names: float32, tfloat32, float16, bfloat16.
+
+NumPy has no bfloat16; CuPy (14+) represents it with `ml_dtypes.bfloat16`. cugemm's registry,
+validation, tolerances and the bench use the records below, so that a bf16 variant is declared,
+listed, compiled and checked without ml_dtypes installed; only allocating or creating a bf16 CuPy
+array needs it (`DType.numpy`).
+
+    get("f16") is get("float16") is get(numpy.float16) is FLOAT16
+    of_typestr("<f2") is FLOAT16          # from __cuda_array_interface__
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+    """One element type. name: the canonical name; short: the CLI spelling; itemsize: bytes of one
+    stored element; storage: the name of the array dtype that holds it (tfloat32 is stored as
+    float32: it is a math mode of the tensor cores, not a storage type)."""
+
+    name: str
+    short: str
+    itemsize: int
+    storage: str
+
+    @property
+    def numpy(self) -> np.dtype:
+        """The NumPy/CuPy dtype of arrays of this type (bfloat16: ml_dtypes.bfloat16)."""
+        if self.storage == "bfloat16":
+            try:
+                import ml_dtypes
+            except ImportError:
+                raise TypeError("bfloat16 arrays need the ml_dtypes package (pip install ml_dtypes), "
+                                "which CuPy uses to represent bfloat16") from None
+            return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(self.storage)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+FLOAT32 = DType("float32", "f32", 4, "float32")
+TFLOAT32 = DType("tfloat32", "tf32", 4, "float32")
+FLOAT16 = DType("float16", "f16", 2, "float16")
+BFLOAT16 = DType("bfloat16", "bf16", 2, "bfloat16")
+ALL = (FLOAT32, TFLOAT32, FLOAT16, BFLOAT16)
+_BY_NAME = {s: d for d in ALL for s in (d.name, d.short)}
+
+
+def get(x) -> DType:
+    """The DType for a name ('float16', 'f16'), a DType, or a NumPy/CuPy dtype or type
+    (numpy.float16, ml_dtypes.bfloat16). Raises TypeError for anything else."""
+    if isinstance(x, DType):
+        return x
+    if isinstance(x, str) and x in _BY_NAME:
+        return _BY_NAME[x]
+    try:
+        d = np.dtype(x)
+    except TypeError:
+        d = None
+    found = from_numpy(d) if d is not None else None
+    if found is None:
+        known = ", ".join(f"{d.name} ({d.short})" for d in ALL)
+        raise TypeError(f"cugemm has no element type {x!r}; known: {known}")
+    return found
+
+
+def from_numpy(d: np.dtype) -> DType | None:
+    """The DType of a NumPy/CuPy array dtype, or None (float64, int32, ..., unnamed voids)."""
+    if d.name == "bfloat16":  # ml_dtypes.bfloat16
+        return BFLOAT16
+    if d == np.float32:
+        return FLOAT32
+    if d == np.float16:
+        return FLOAT16
+    return None
+
+
+def of_typestr(typestr: str, hint=None) -> DType | None:
+    """The DType of a __cuda_array_interface__ typestr ('<f4', '<f2'). A 2-byte void ('<V2',
+    '|V2') is what torch reports for bfloat16, but the typestr alone cannot say so: `hint` (the
+    object's own `dtype` attribute, e.g. torch.bfloat16) settles it; without one it is None."""
+    d = np.dtype(typestr)
+    if d.kind == "V" and d.itemsize == 2:
+        return BFLOAT16 if hint is not None and str(hint).endswith("bfloat16") else None
+    return from_numpy(d)
