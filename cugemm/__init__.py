@@ -22,7 +22,7 @@ from .launch import run
 from .registry import get_variant, variants
 from .variant import Variant
 
-__all__ = ["run", "variants", "get_variant", "compile", "compile_plan", "compile_source", "Variant",
+__all__ = ["run", "variants", "get_variant", "compile", "compile_plan", "compile_source", "warm_cache", "Variant",
            "CompileError", "CompileReport", "float32", "tfloat32", "float16", "bfloat16"]
 __version__ = "0.2.0"
 
@@ -63,14 +63,30 @@ def compile_plan(names=None, arch: str | None = None) -> tuple[list, list]:
     return jobs, skipped
 
 
-def compile(names=None, arch: str | None = None, *, workers: int = 2) -> list[CompileReport]:
+def warm_cache(jobs) -> int:
+    """Load each (variant, target) whose target is this GPU's chip through CuPy, the way cugemm.run
+    compiles it, so that CuPy's disk cache holds it and a later process's first run() call skips
+    NVRTC. Returns how many were loaded (0 without a GPU)."""
+    from . import jit, toolkit
+
+    if not toolkit.have_gpu():
+        return 0
+    cc = toolkit.device_cc()
+    mine = [v for v, target in jobs if _arch.parse(target).cc == cc]
+    for v in mine:
+        jit.get_function(v)
+    return len(mine)
+
+
+def compile(names=None, arch: str | None = None, *, workers: int = 2, warm: bool = True) -> list[CompileReport]:
     """Compile variants offline through NVRTC (no GPU needed) and return their ptxas reports.
 
     names  None (every variant), a glob string ('sgemm_t_8x8*'), or a list of names
     arch   the chip, see compile_plan. Variants that cannot run on it are skipped when chosen by
            glob (compile_plan lists them), and raise ValueError when named explicitly.
-    Raises CompileError (variant name + NVRTC log) on the first failure. On a GPU machine, note that
-    this does not fill CuPy's run-time cache (cugemm.run compiles through cupy.RawModule).
+    warm   on a GPU machine compiling for its own chip, also load each variant through CuPy
+           (warm_cache), so cugemm.run's first call finds it in CuPy's disk cache.
+    Raises CompileError (variant name + NVRTC log) on the first failure.
     """
     from . import jit
 
@@ -78,4 +94,7 @@ def compile(names=None, arch: str | None = None, *, workers: int = 2) -> list[Co
     if skipped and not (names is None or isinstance(names, str)):
         raise ValueError(skipped[0][1])
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(pool.map(lambda job: jit.compile_offline(*job), jobs))
+        reports = list(pool.map(lambda job: jit.compile_offline(*job), jobs))
+    if warm:
+        warm_cache(jobs)
+    return reports

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from . import __version__, arch, compile_plan, default_arch, variants
+from . import __version__, arch, compile_plan, default_arch, variants, warm_cache
 from .jit import CompileError
 
 
@@ -81,6 +81,7 @@ def _compile(args) -> int:
 
     with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
         reports = [r for r in pool.map(one, jobs) if r is not None]
+    warmed = 0 if failures or args.no_warm else warm_cache(jobs)
     if args.json:
         print(json.dumps({"arch": str(chip), "compiled": [r.as_dict() | {"log": None} for r in reports],
                           "not_applicable": [{"name": v.name, "reason": why} for v, why in skipped],
@@ -89,7 +90,7 @@ def _compile(args) -> int:
         from tabulate import tabulate
 
         print(f"NVRTC offline compile for {chip}: {len(reports)} compiled, {len(skipped)} do not apply, "
-              f"{len(failures)} failed")
+              f"{len(failures)} failed" + (f"; {warmed} loaded into CuPy's cache for this GPU" if warmed else ""))
         print(tabulate([[r.name, r.arch, r.registers, r.smem_static, r.smem_dynamic, r.stack_frame,
                          r.spill_bytes, f"{r.seconds:.2f}"] for r in reports],
                        headers=["variant", "target", "registers", "static smem B", "dynamic smem B",
@@ -112,11 +113,14 @@ def main(argv=None) -> int:
     pl.add_argument("--wide", action="store_true", help="all columns (aliases, archs, smem, doc)")
     pl.add_argument("--json", action="store_true", help="every field, as JSON")
     pc = sub.add_parser("compile", help="compile offline through NVRTC and print the ptxas report "
-                        "(no GPU needed; does not fill cugemm.run's cache)")
+                        "(no GPU needed; on a GPU it also warms cugemm.run's cache)")
     pc.add_argument("--arch", default=None,
                     help="the chip: sm_80, sm_89, sm89, 89, 8.9, sm_90... (default: this GPU, else sm_90)")
     pc.add_argument("--variants", default=None, help="glob(s) over names, comma-separated")
     pc.add_argument("--workers", type=int, default=2, help="parallel NVRTC compiles (default 2)")
+    pc.add_argument("--no-warm", action="store_true",
+                    help="on a GPU machine, do not also load the variants through CuPy (its disk cache "
+                         "is what makes cugemm.run's first call fast)")
     pc.add_argument("--json", action="store_true")
     sub.add_parser("bench", help="time variants against cupy.matmul (needs a GPU; bench --help)",
                    add_help=False)
@@ -131,6 +135,8 @@ def main(argv=None) -> int:
         return {"list": _list, "compile": _compile}[args.cmd](args)
     except (LookupError, ValueError, FileNotFoundError) as e:
         return _die(str(e).strip("'\""))
+    except ImportError as e:
+        return _die(f"{e}: compiling needs CuPy's NVRTC: pip install 'cugemm[cuda13]' (or '[cuda12]')")
 
 
 def console() -> int:

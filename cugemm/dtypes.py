@@ -68,22 +68,42 @@ def get(x) -> DType:
     return found
 
 
+_FROM_NUMPY: dict = {}  # np.dtype -> DType or None; run() asks this for every operand
+
+
 def from_numpy(d: np.dtype) -> DType | None:
     """The DType of a NumPy/CuPy array dtype, or None (float64, int32, ..., unnamed voids)."""
+    try:
+        return _FROM_NUMPY[d]
+    except KeyError:
+        pass
     if d.name == "bfloat16":  # ml_dtypes.bfloat16
-        return BFLOAT16
-    if d == np.float32:
-        return FLOAT32
-    if d == np.float16:
-        return FLOAT16
-    return None
+        found = BFLOAT16
+    elif d == np.float32:
+        found = FLOAT32
+    elif d == np.float16:
+        found = FLOAT16
+    else:
+        found = None
+    _FROM_NUMPY[d] = found
+    return found
+
+
+_TYPESTRS: dict = {}
+
+
+def _np_dtype(typestr: str) -> np.dtype:
+    d = _TYPESTRS.get(typestr)
+    if d is None:
+        d = _TYPESTRS[typestr] = np.dtype(typestr)
+    return d
 
 
 def of_typestr(typestr: str, hint=None) -> DType | None:
     """The DType of a __cuda_array_interface__ typestr ('<f4', '<f2'). A 2-byte void ('<V2',
     '|V2') is what torch reports for bfloat16, but the typestr alone cannot say so: `hint` (the
     object's own `dtype` attribute, e.g. torch.bfloat16) settles it; without one it is None."""
-    d = np.dtype(typestr)
+    d = _np_dtype(typestr)
     if d.kind == "V" and d.itemsize == 2:
         return BFLOAT16 if hint is not None and str(hint).endswith("bfloat16") else None
     return from_numpy(d)

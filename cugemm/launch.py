@@ -60,7 +60,7 @@ def describe(x, what: str, vname: str) -> Operand:
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is not None:
         shape = tuple(cai["shape"])
-        np_dtype = np.dtype(cai["typestr"])
+        np_dtype = dtypes._np_dtype(cai["typestr"])
         ptr, readonly = cai["data"]
         strides = cai.get("strides") or _dense_strides(shape, np_dtype.itemsize, "C")
         strides = tuple(strides)
@@ -232,11 +232,14 @@ def run(name, a, b, out=None):
     if K == 0:
         out.data.memset_async(0, M * N * v.dt_out.itemsize)
         return out
-    info = device_info(dev)
-    v.check_device(info.cc, info.smem_optin)
-    from . import jit
+    plan = v._launch.get(dev)
+    if plan is None:  # first launch of this variant on this device: check the fit, load the kernel
+        info = device_info(dev)
+        v.check_device(info.cc, info.smem_optin)
+        from . import jit
 
-    fn = jit.get_function(v, dev)
+        plan = v._launch[dev] = (jit.get_function(v, dev), info)
+    fn, info = plan
     args = (np.uint64(A.ptr), np.uint64(B.ptr), np.uint64(O.ptr), np.int32(M), np.int32(N), np.int32(K))
     if v.args_fn is not None:
         args += v.extra_args(A, B, O, M, N, K)

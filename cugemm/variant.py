@@ -99,6 +99,9 @@ class Variant:
     args_fn: object = None
     dt_in: dtypes.DType = field(init=False, repr=False, compare=False)
     dt_out: dtypes.DType = field(init=False, repr=False, compare=False)
+    name_expression: str = field(init=False, repr=False, compare=False)
+    # per-device launch state the launcher caches on first use (checked fit, loaded kernel)
+    _launch: dict = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -107,6 +110,8 @@ class Variant:
         set_(self, "math_dtype", dtypes.get(self.math_dtype or self.dtype_in).name)
         set_(self, "dt_in", dtypes.get(self.dtype_in))
         set_(self, "dt_out", dtypes.get(self.dtype_out))
+        # what NVRTC instantiates, e.g. 'sgemm_t_8x8_sliced_k_f32x4_bcf_dbuf<128, 128, 8, 8, 8, 0>'
+        set_(self, "name_expression", self.template_expression(self.template))
         if self.layout not in ("row", "col"):
             raise ValueError(f"{self.name}: layout must be 'row' or 'col', not {self.layout!r}")
         if not self.archs:
@@ -126,11 +131,6 @@ class Variant:
             raise ValueError(f"{self.name}: cluster must be three positive sizes, got {self.cluster}")
 
     # ---- derived --------------------------------------------------------------------------
-    @property
-    def name_expression(self) -> str:
-        """What NVRTC instantiates, e.g. 'sgemm_t_8x8_sliced_k_f32x4_bcf_dbuf<128, 128, 8, 8, 8, 0>'."""
-        return self.template_expression(self.template)
-
     def template_expression(self, template: str) -> str:
         """`template` instantiated with this variant's template arguments (for the kernel, or a
         companion template of the same parameters such as `<template>_smem_bytes`)."""
@@ -172,21 +172,27 @@ class Variant:
     def check_shape(self, M: int, N: int, K: int) -> None:
         """Raise ValueError naming the violated rule when this variant cannot compute an MxNxK product."""
         for dim, value in (("M", M), ("N", N), ("K", K)):
-            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 0:
+            if type(value) is not int and (not isinstance(value, numbers.Integral) or isinstance(value, bool)):
                 raise ValueError(f"{self.name}: {dim}={value!r} must be a non-negative integer")
-        for dim, value, mult, size in zip("MNK", (M, N, K), self.multiple_of, self.tile):
-            if mult > 1 and value % mult:
-                if mult == size:
-                    why = (f"from its B{dim} tile. Pad the matrices, or use a variant that takes any "
-                           "shape (cugemm.variants(any_shape=True))")
-                else:
-                    why = (f"rows of A and B must start 16-byte aligned ({mult} elements of "
-                           f"{self.dtype_in}); pad the rows")
-                raise ValueError(f"{self.name}: {dim}={value} is not a multiple of {mult} "
-                                 f"(rule: {dim} % {mult} == 0, {why}).")
+            if value < 0:
+                raise ValueError(f"{self.name}: {dim}={value!r} must be a non-negative integer")
+        if self.multiple_of != (1, 1, 1):
+            for dim, value, mult, size in zip("MNK", (M, N, K), self.multiple_of, self.tile):
+                if mult > 1 and value % mult:
+                    if mult == size:
+                        why = (f"from its B{dim} tile. Pad the matrices, or use a variant that takes any "
+                               "shape (cugemm.variants(any_shape=True))")
+                    else:
+                        why = (f"rows of A and B must start 16-byte aligned ({mult} elements of "
+                               f"{self.dtype_in}); pad the rows")
+                    raise ValueError(f"{self.name}: {dim}={value} is not a multiple of {mult} "
+                                     f"(rule: {dim} % {mult} == 0, {why}).")
         # Indices are 32-bit ints; edge kernels form offsets up to one tile past each edge, so the
         # rule is checked on the dimensions rounded up to whole tiles.
-        Mp, Np, Kp = (-(-x // t) * t for x, t in zip((M, N, K), self.tile))
+        bm, bn, bk = self.tile
+        Mp, Np, Kp = -(-M // bm) * bm, -(-N // bn) * bn, -(-K // bk) * bk
+        if max(Mp * Kp, Kp * Np, Mp * Np) <= INT32_MAX and (self.grid_fn is not None or Mp // bm <= GRID_YZ_MAX):
+            return
         for what, count in (("M*K (A)", Mp * Kp), ("K*N (B)", Kp * Np), ("M*N (C)", Mp * Np)):
             if count > INT32_MAX:
                 raise ValueError(

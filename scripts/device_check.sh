@@ -2,13 +2,14 @@
 # Everything the GPU machine has to prove, in as few calls as the device allows:
 #   tests     cold/warm first-call times, the GPU tests, host overhead
 #   sanitize  compute-sanitizer memcheck and racecheck over every registered variant
-#   bench     the default benches (f32, f16, tf32), JSON written to results/
+#   bench     the default benches (f32, f16, bf16, tf32), JSON written to results/
 #   sweeps    seed-hgemm (f16) and seed-sgemm (f32, capped at 8192) with JSON and plots
 #   repeat    the f32 bench again (agreement within the reported spread)
 #   peak      TF32 tensor-core instruction ceilings beside cupy.matmul TF32 (scripts/tc_peak.py)
 # Usage (repo root, on the device): bash scripts/device_check.sh [phase ...]   (default: all phases)
 # Logs, result JSON and plots are collected in one archive, $OUT/device_logs.tgz (or
-# ./device-out/device_logs.tgz), and summarised on stdout. Exit status 1 if a test or sanitizer failed.
+# ./device-out/device_logs.tgz), and summarised on stdout. Exit status 1 if a test, a sanitizer, a
+# bench (a wrong result included) or a sweep failed.
 set -uo pipefail
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 dest=${OUT:-$PWD/device-out}; mkdir -p "$dest" results
@@ -49,18 +50,21 @@ fi
 
 if has bench; then
   step "bench"
-  python3 bench.py --m 4096 --n 4096 --k 1024 4096 --json results/f32.json 2>&1 | tee "$out/bench_f32.txt"
-  python3 bench.py --dtype f16 --m 4096 --n 4096 --k 1024 4096 --json results/f16.json 2>&1 | tee "$out/bench_f16.txt"
-  python3 bench.py --dtype tf32 --m 4096 --n 4096 --k 1024 4096 --json results/tf32.json 2>&1 | tee "$out/bench_tf32.txt"
+  for dt in f32 f16 bf16 tf32; do  # a bench that fails (or reports a wrong result) fails the check
+    python3 bench.py --dtype $dt --m 4096 --n 4096 --k 1024 4096 --json results/$dt.json 2>&1 | tee "$out/bench_$dt.txt"
+    rc=${PIPESTATUS[0]}; [ "$rc" -eq 0 ] || { echo "bench $dt: exit $rc"; status=1; }
+  done
   cp results/*.json "$out/"
 fi
 
 if has sweeps; then
   step "sweeps"
   python3 bench.py --sweep seed-hgemm --dtype f16 --json "$out/sweep_hgemm.json" --plot "$out/sweep_hgemm.png" \
-    > "$out/sweep_hgemm.txt" 2>&1; echo "seed-hgemm exit $?: $(grep -c '^M=' "$out/sweep_hgemm.txt") shapes"
+    > "$out/sweep_hgemm.txt" 2>&1; rc=$?; [ $rc -eq 0 ] || status=1
+  echo "seed-hgemm exit $rc: $(grep -c '^M=' "$out/sweep_hgemm.txt") shapes"
   python3 bench.py --sweep seed-sgemm --max-size 8192 --json "$out/sweep_sgemm.json" --plot "$out/sweep_sgemm.png" \
-    > "$out/sweep_sgemm.txt" 2>&1; echo "seed-sgemm exit $?: $(grep -c '^M=' "$out/sweep_sgemm.txt") shapes"
+    > "$out/sweep_sgemm.txt" 2>&1; rc=$?; [ $rc -eq 0 ] || status=1
+  echo "seed-sgemm exit $rc: $(grep -c '^M=' "$out/sweep_sgemm.txt") shapes"
 fi
 
 if has repeat; then
@@ -92,5 +96,6 @@ fi
 if has peak; then
   step "TF32 instruction ceilings"
   python3 scripts/tc_peak.py 2>&1 | tee "$out/tc_peak.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 exit $status

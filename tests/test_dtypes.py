@@ -45,3 +45,29 @@ def test_variants_filter_takes_every_spelling():
     assert variants(math_dtype="tf32") == variants(math_dtype="tfloat32") != []
     with pytest.raises(TypeError):
         variants(dtype="f64")
+
+
+def test_bf16_variants_need_no_ml_dtypes():
+    """Declaring, listing, validating and compiling bf16 variants works with ml_dtypes unimportable;
+    only making a bf16 array asks for it, by name."""
+    import subprocess
+    import sys
+
+    code = """
+import sys; sys.modules['ml_dtypes'] = None          # import ml_dtypes now raises ImportError
+import dataclasses, cugemm
+from cugemm.launch import check_inputs
+v = dataclasses.replace(cugemm.get_variant('hgemm_wmma_fast'), name='bf', dtype_in='bfloat16', dtype_out='bfloat16')
+class T:
+    def __init__(s, shape):
+        s.__cuda_array_interface__ = dict(shape=shape, typestr='<V2', data=(1 << 40, False), strides=None, version=3)
+        s.dtype = 'torch.bfloat16'
+print(check_inputs(v, T((128, 64)), T((64, 256))), v.dt_in.short)
+try:
+    v.dt_out.numpy
+except TypeError as e:
+    print('numpy:', e)
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "(128, 256, 64) bf16" in r.stdout and "numpy: bfloat16 arrays need the ml_dtypes package" in r.stdout

@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
   float* const sB = smem + STAGES * A_STAGE;  // STAGES x [BK][LDB]
 
   // SWIZZLE: bands of swizzle_stride / BN tile columns, each walked row by row (lib/raster.cuh)
-  int bm = blockIdx.y, bn = blockIdx.x;
+  unsigned bm = blockIdx.y, bn = blockIdx.x;
   if (SWIZZLE) {
     const TileCoord t = raster_grouped(blockIdx.y * gridDim.x + blockIdx.x, gridDim.x, gridDim.y,
                                        swizzle_stride / BN);

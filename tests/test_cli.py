@@ -1,0 +1,95 @@
+"""The command line as a new user meets it, through subprocess: exit status and one-line messages
+on stderr instead of tracebacks, on a machine with or without a GPU, with or without CuPy."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import cugemm
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args, block_cupy=False, input_=None):
+    """Run `python -m cugemm ARGS` (block_cupy: as if CuPy were not installed)."""
+    prelude = "import sys; sys.modules['cupy'] = None; " if block_cupy else ""
+    code = prelude + "import sys, runpy; sys.argv = ['cugemm'] + sys.argv[1:]; runpy.run_module('cugemm', run_name='__main__')"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT,
+                          input=input_)
+
+
+def one_line_error(r, *words):
+    assert r.returncode != 0, r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+def test_version_and_usage_name():
+    r = cli("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"cugemm {cugemm.__version__}"
+    r = cli("--help")
+    assert r.returncode == 0 and r.stdout.startswith("usage: cugemm")
+
+
+def test_unknown_variants_are_one_line_errors():
+    one_line_error(cli("list", "--variants", "nosuchvariant"), "no variant matches 'nosuchvariant'")
+    one_line_error(cli("compile", "--variants", "nosuchvariant"), "no variant matches", "list")
+
+
+@pytest.mark.parametrize("spelling", ["sm_89", "sm89", "89", "8.9"])
+def test_arch_spellings(spelling):
+    r = cli("compile", "--arch", spelling, "--variants", "sgemm_naive_f32")
+    assert r.returncode == 0, r.stderr
+    assert "for sm_89" in r.stdout
+
+
+def test_bad_arch_is_a_one_line_error():
+    one_line_error(cli("compile", "--arch", "sm90x"), "is not an arch", "sm_89")
+
+
+def test_list_is_compact_by_default_and_wide_on_request():
+    narrow, wide = cli("list"), cli("list", "--wide")
+    assert narrow.returncode == wide.returncode == 0
+    assert max(map(len, narrow.stdout.splitlines())) <= 150  # the longest names plus five short columns
+    assert "what it adds" in wide.stdout and "what it adds" not in narrow.stdout
+    assert f"{len(cugemm.variants())} variants" in narrow.stdout
+
+
+def test_list_json_into_a_closed_pipe():
+    r = subprocess.run(f"{sys.executable} -m cugemm list --json | head -2", shell=True, capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 0 and r.stdout.startswith("[") and r.stderr == ""
+
+
+def test_bench_usage_errors_and_no_gpu():
+    r = subprocess.run([sys.executable, "bench.py", "--shapes", "4096x4096"], capture_output=True,
+                       text=True, cwd=ROOT)
+    one_line_error(r, "'4096x4096' is not MxNxK")
+    r = cli("bench", "--help")
+    assert r.returncode == 0 and r.stdout.startswith("usage: cugemm bench") and "--dtype" in r.stdout
+    if not cugemm.toolkit.have_gpu():
+        one_line_error(cli("bench"), "no CUDA GPU found")
+
+
+def test_without_cupy():
+    """pip install . without an extra: list works, compile and bench say what to install."""
+    assert cli("list", block_cupy=True).returncode == 0
+    one_line_error(cli("compile", "--variants", "sgemm_naive_f32", block_cupy=True), "cugemm[cuda13]")
+    one_line_error(cli("bench", block_cupy=True), "cugemm[cuda13]")
+    code = ("import sys; sys.modules['cupy'] = None; import cugemm\n"
+            "class A:\n  def __init__(s, shape): s.__cuda_array_interface__ = dict(shape=shape, typestr='<f4', "
+            "data=(1 << 40, False), strides=None, version=3)\n"
+            "try:\n  cugemm.run('sgemm_naive_f32', A((4, 4)), A((4, 4)))\nexcept RuntimeError as e:\n  print(e)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0 and "needs CuPy" in r.stdout and "cugemm[cuda13]" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "scripts").glob("*.py") if not p.name.startswith("_")))
+def test_scripts_have_help(script):
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / script), "--help"], capture_output=True,
+                       text=True, env={**os.environ, "CUPY_TF32": "1"})
+    assert r.returncode == 0 and "usage:" in r.stdout, r.stderr
