@@ -283,15 +283,17 @@ def compile_source(code_or_path, name_expressions, arch: str, extra_options=()) 
 
 
 def disassemble(cubin: bytes) -> str:
-    """The SASS of a cubin (cuobjdump -sass). RuntimeError when no cuobjdump is installed (the
-    toolkit's, or the nvidia-cuda-cuobjdump wheel of the test extra)."""
-    tool = toolkit.find_tool("cuobjdump")
-    if tool is None:
-        raise RuntimeError("no cuobjdump found: install a CUDA toolkit or `pip install nvidia-cuda-cuobjdump`")
+    """The SASS of a cubin (cuobjdump -sass, which runs nvdisasm). RuntimeError when they are not
+    installed (the toolkit's, or the wheels of the test extra)."""
+    tool, helper = toolkit.find_tool("cuobjdump"), toolkit.find_tool("nvdisasm")
+    if tool is None or helper is None:
+        raise RuntimeError("cuobjdump and nvdisasm are needed: install a CUDA toolkit, or "
+                           "`pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm` (cugemm's test extra)")
+    env = {**os.environ, "PATH": os.path.dirname(helper) + os.pathsep + os.environ.get("PATH", "")}
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
         f.write(_padded_cubin(cubin))
     try:
-        r = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True)
+        r = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, env=env)
     finally:
         os.unlink(f.name)
     if r.returncode != 0:
