@@ -37,3 +37,11 @@ CUGEMM_DEVICE TileCoord block_tile_grouped() {
     return raster_grouped(blockIdx.y * gridDim.x + blockIdx.x, gridDim.y, gridDim.x, G);
   }
 }
+
+// This block's tile of a (gridDim.y x gridDim.x)-tile launch, walked in bands of `band` tile
+// columns, each band row by row: raster_grouped over tile columns (the TF32 notes' block swizzle,
+// bands of swizzle_stride / BN columns).
+CUGEMM_DEVICE TileCoord block_tile_column_bands(int band) {
+  const TileCoord t = raster_grouped(blockIdx.y * gridDim.x + blockIdx.x, gridDim.x, gridDim.y, band);
+  return {t.col, t.row};
+}

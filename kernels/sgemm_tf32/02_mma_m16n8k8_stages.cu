@@ -100,10 +100,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
   // SWIZZLE: bands of swizzle_stride / BN tile columns, each walked row by row (lib/raster.cuh)
   unsigned bm = blockIdx.y, bn = blockIdx.x;
   if (SWIZZLE) {
-    const TileCoord t = raster_grouped(blockIdx.y * gridDim.x + blockIdx.x, gridDim.x, gridDim.y,
-                                       swizzle_stride / BN);
-    bm = t.col;
-    bn = t.row;
+    const TileCoord t = block_tile_column_bands(swizzle_stride / BN);
+    bm = t.row, bn = t.col;
   }
   const int m0 = bm * BM;
   const int n0 = bn * BN;
