@@ -54,9 +54,9 @@ def describe(x, what: str, vname: str) -> Operand:
     """Metadata of a device array: a cupy.ndarray or anything with __cuda_array_interface__."""
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(x, cupy.ndarray):
-        flags = x.flags
+        # _c_contiguous / _f_contiguous: CuPy's own flags, read without building a flags object
         return Operand(x.shape, dtypes.from_numpy(x.dtype), x.dtype.str, x.strides, x.data.ptr, False,
-                       flags.c_contiguous, flags.f_contiguous)
+                       x._c_contiguous, x._f_contiguous)
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is not None:
         shape = tuple(cai["shape"])
