@@ -238,10 +238,18 @@ def run(name, a, b, out=None):
         v.check_device(info.cc, info.smem_optin)
         from . import jit
 
-        plan = v._launch[dev] = (jit.get_function(v, dev), info)
-    fn, info = plan
-    args = (np.uint64(A.ptr), np.uint64(B.ptr), np.uint64(O.ptr), np.int32(M), np.int32(N), np.int32(K))
+        plan = v._launch[dev] = (jit.get_function(v, dev), info, {})
+    fn, info, grids = plan
+    grid = grids.get((M, N, K))
+    if grid is None:
+        if len(grids) > 4096:  # a bounded memo of the shapes this variant ran on
+            grids.clear()
+        grid = grids[(M, N, K)] = v.grid(M, N, K, info)
+    # CuPy arrays go as themselves (CuPy reads their pointers in C), others as raw addresses
+    args = (a if type(a) is cupy.ndarray else np.uint64(A.ptr),
+            b if type(b) is cupy.ndarray else np.uint64(B.ptr),
+            out, np.int32(M), np.int32(N), np.int32(K))
     if v.args_fn is not None:
         args += v.extra_args(A, B, O, M, N, K)
-    fn(v.grid(M, N, K, info), v.block, args, shared_mem=v.smem_dynamic)
+    fn(grid, v.block, args, shared_mem=v.smem_dynamic)
     return out
