@@ -123,10 +123,15 @@ def test_bench_without_gpu_exits_2(capsys):
 def test_timer_measures_a_kernel():
     cupy = pytest.importorskip("cupy")
     x = cupy.random.standard_normal((4096, 4096), dtype=cupy.float32)
-    t = timing.Timer(warmup=2, iters=20).measure(lambda: x @ x, operand_bytes=3 * x.nbytes)
+    timer = timing.Timer(warmup=2, iters=20)
+    t = timer.measure(lambda: x @ x, operand_bytes=3 * x.nbytes)
     assert 0 < t["p20"] <= t["median"] <= t["p80"] and t["n"] >= 5
     # 137 GFLOP can not take under 0.05 ms (2700 TFLOP/s) nor over a second
     assert 0.05 < t["median"] < 1000 and t["l2_flushed"] is False
+    # alternating a kernel with one doing twice the work: the pair keeps them apart
+    y = cupy.random.standard_normal((4096, 8192), dtype=cupy.float32)
+    one, two = timer.measure_pair(lambda: x @ x, lambda: x @ y, operand_bytes=3 * y.nbytes)
+    assert one["n"] == two["n"] and 1.5 < two["median"] / one["median"] < 2.5
 
 
 @pytest.mark.gpu
@@ -135,7 +140,10 @@ def test_bench_shape_checks_then_times(dtype, glob):
     rows = bench.bench_shape(512, 256, 128, dtype, pattern=glob, warmup=1, iters=5)
     assert [r.status for r in rows] == [Status.BASELINE, Status.OK]
     assert all(r.ms > 0 and r.tflops > 0 and r.rel_err < 1e-2 for r in rows)
-    assert rows[1].fastest and rows[1].pct == pytest.approx(100 * rows[0].ms / rows[1].ms)
+    # the variant's ratio comes from its own alternating pair with cupy.matmul: near, not equal to,
+    # the ratio to the baseline row timed alone
+    assert rows[1].fastest and rows[0].pct == 100.0
+    assert 0.5 < rows[1].pct / (100 * rows[0].ms / rows[1].ms) < 2
 
 
 @pytest.mark.gpu

@@ -122,7 +122,8 @@ def main(argv=None, prog: str = "python -m cugemm bench") -> int:
         flushed = operand_bytes(M, N, K, args.dtype) <= timer.l2_bytes
         print(f"\nM={M} N={N} K={K} {args.dtype}: median of up to {args.iters} runs"
               f"{', L2 flushed' if flushed else ''}, "
-              f"baseline cupy.matmul{' (TF32)' if args.dtype == 'tf32' else ''}; * = fastest")
+              f"baseline cupy.matmul{' (TF32)' if args.dtype == 'tf32' else ''}, timed alternating with each "
+              "variant; * = best ratio")
         print(format_table(rows, markdown=args.markdown))
         sys.stdout.flush()
     if args.json:

@@ -3,6 +3,11 @@
 Timing rule (DESIGN.md): events around each launch, warm-up first, the median and the p20/p80
 spread of many repetitions, the L2 cache flushed before each repetition (a write over a buffer twice
 its size) when the operands fit in L2, so no repetition starts with its inputs cached.
+
+Ratios: `measure_pair` times a kernel and its baseline in alternating repetitions. On a GPU that
+runs at its power cap (an H100 or H200 under a large GEMM sits at 700 W, its clock set by what ran
+just before), timing the baseline once and then each variant in its own burst lets the order of the
+list move a ratio by 5-10%; alternating them gives both the same clock history.
 """
 from __future__ import annotations
 
@@ -59,6 +64,38 @@ class Timer:
         times = sorted(cupy.cuda.get_elapsed_time(s, e) for s, e in events)
         return {"median": percentile(times, 50), "p20": percentile(times, 20),
                 "p80": percentile(times, 80), "n": iters, "l2_flushed": flush}
+
+    def measure_pair(self, fn, base, operand_bytes: int = 0) -> tuple[dict, dict]:
+        """measure() of `fn` and of `base`, their repetitions alternating (fn, base, fn, base, ...)."""
+        import cupy
+
+        flush = operand_bytes <= self.l2_bytes
+
+        def once(f, s, e):
+            if flush:
+                self.flush()
+            s.record()
+            f()
+            e.record()
+
+        warm = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(2)]
+        for _ in range(max(1, self.warmup)):
+            once(fn, *warm[0])
+            once(base, *warm[1])
+        warm[1][1].synchronize()
+        first = cupy.cuda.get_elapsed_time(*warm[0]) + cupy.cuda.get_elapsed_time(*warm[1])
+        iters = max(5, min(self.iters, int(self.budget_s * 1e3 / max(first, 1e-3))))
+        events = [[(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(iters)] for _ in range(2)]
+        for i in range(iters):
+            once(fn, *events[0][i])
+            once(base, *events[1][i])
+        events[1][-1][1].synchronize()
+        out = []
+        for evs in events:
+            times = sorted(cupy.cuda.get_elapsed_time(s, e) for s, e in evs)
+            out.append({"median": percentile(times, 50), "p20": percentile(times, 20),
+                        "p80": percentile(times, 80), "n": iters, "l2_flushed": flush})
+        return out[0], out[1]
 
     def median_ms(self, fn, operand_bytes: int = 0) -> float:
         return self.measure(fn, operand_bytes)["median"]
