@@ -11,19 +11,9 @@
 
 // The 128-byte swizzle (CUTLASS Swizzle<3,4,3>, TMA CU_TENSOR_MAP_SWIZZLE_128B, wgmma layout type
 // 1): within each 1024-byte atom of 8 rows x 128 bytes, 16-byte chunk c of row r is stored at
-// chunk c ^ (r % 8). Byte offset of (row r, chunk c) in a tile of 128-byte rows:
-CUGEMM_DEVICE int sw128_byte_offset(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
-// The same in floats (tiles of 32-float rows): the layout of the TF32 wgmma A tiles.
+// chunk c ^ (r % 8). Float offset of (row r, chunk c) in a tile of 32-float rows (the TF32 wgmma A
+// tiles); xor_swizzle_chunk below is the same layout in 16-byte chunks for any row length.
 CUGEMM_DEVICE int sw128_offset(int r, int c) { return r * 32 + ((c ^ (r & 7)) << 2); }
-
-// A tile of ROW_CHUNKS 16-byte chunks per row (a multiple of 8), swizzled per 128-byte line: chunk
-// c of row r is stored at c ^ (r % 8) within its own group of 8 chunks. Element offset of chunk c
-// of row r (EPC elements per chunk: 8 for 16-bit types, 4 for fp32).
-template <int ROW_CHUNKS, int EPC>
-CUGEMM_DEVICE int xor_swizzle_offset(int r, int c) {
-  static_assert(ROW_CHUNKS % 8 == 0, "swizzled rows are whole 128-byte lines");
-  return (r * ROW_CHUNKS + (c ^ (r & 7))) * EPC;
-}
 
 // The first 1024-byte-aligned address at or after p in shared memory (swizzle atoms of the
 // hardware layouts must be 1024-byte aligned; the launch adds 1024 bytes of slack for this).
@@ -34,10 +24,12 @@ CUGEMM_DEVICE T* align_1024(T* p) {
   return p + ((1024u - (addr & 1023u)) & 1023u) / static_cast<unsigned>(sizeof(T));
 }
 
-// The same 128-byte-line XOR swizzle for a tile of any ROW_CHUNKS 16-byte chunks per row: 1, 2 or 4
-// (rows shorter than a line: 8 / ROW_CHUNKS consecutive rows share one line) or a multiple of 8.
-// Returns the chunk index (16-byte units from the tile start) where chunk c of row r is stored.
-//   ROW_CHUNKS % 8 == 0: chunk c ^ (r % 8) within its group of 8, as xor_swizzle_offset.
+// The 128-byte-line XOR swizzle for a tile of ROW_CHUNKS 16-byte chunks per row: 1, 2 or 4 (rows
+// shorter than a line: 8 / ROW_CHUNKS consecutive rows share one line) or a multiple of 8.
+// Returns the chunk index (16-byte units from the tile start) where chunk c of row r is stored
+// (times 16: the byte offset; times 8 or 4: the element offset of 16-bit or fp32 elements).
+//   ROW_CHUNKS % 8 == 0: chunk c ^ (r % 8) within its own group of 8 (the 128-byte swizzle above
+//   for rows of 8 chunks).
 //   ROW_CHUNKS < 8: the row-major chunk index L = r * ROW_CHUNKS + c keeps its line L / 8 and has
 //   its column L % 8 XOR-ed with the line index (mod 8).
 // Either way any 8 consecutive rows starting at a multiple of 8, read at one chunk column (an

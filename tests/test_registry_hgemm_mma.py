@@ -1,0 +1,189 @@
+"""The mma.sync HGEMM family (issue 11): the ladder is registered in order, every record agrees with
+its kernel template (tile, block, shared memory, the rung flags its name spells), the bf16 siblings
+mirror fp16 rungs, the any-shape rungs state the 16-byte row rule; the fast rungs' SASS is what the
+family claims (HMMA.16816, ldmatrix, no local memory). GPU: the any-shape rungs on the issue's odd
+shapes, NaN-poisoned, inside NaN guard zones."""
+import re
+
+import pytest
+
+from cugemm import jit
+from cugemm.families import hgemm_mma
+from cugemm.registry import get_variant, variants
+
+_H = "hgemm_mma_m16n8k16_"
+_S = _H + "mma2x4_warp4x4x2_stage3"
+LADDER = [
+    _H + "naive",
+    _H + "mma2x4_warp4x4",
+    _H + "mma2x4_warp4x4_ldmatrix",
+    _H + "mma2x4_warp4x4x2_stage2",
+    _S,
+    _S + "_swizzle",
+    _S + "_swizzle_bswizzle",
+    _S + "_swizzle_bswizzle_rbuf",
+    _S + "_swizzle_bswizzle_rbuf_epi",
+]
+FAMILY = variants(family="hgemm_mma")
+SWIZZLED = [v for v in FAMILY if v.template == "hgemm_mma_swizzle"]
+EDGE = [v for v in FAMILY if v.param_dict.get("EDGE")]
+
+
+def test_ladder_is_registered_in_order():
+    names = [v.name for v in FAMILY]
+    assert [n for n in names if n in LADDER] == LADDER
+
+
+def test_one_template_per_rung_file():
+    by_template = {}
+    for v in FAMILY:
+        by_template.setdefault(v.template, set()).add(v.source)
+    assert by_template == {
+        "hgemm_mma_naive": {"hgemm_mma/01_naive.cu"},
+        "hgemm_mma_warp_tile": {"hgemm_mma/02_warp_tile.cu"},
+        "hgemm_mma_ldmatrix": {"hgemm_mma/03_ldmatrix.cu"},
+        "hgemm_mma_stages": {"hgemm_mma/04_stages.cu"},
+        "hgemm_mma_swizzle": {"hgemm_mma/05_swizzle.cu"},
+    }
+
+
+def test_fast_aliases_take_any_aligned_shape():
+    h, b = get_variant("hgemm_mma_fast"), get_variant("bgemm_mma_fast")
+    assert h.family == b.family == "hgemm_mma" and h.template == b.template == "hgemm_mma_swizzle"
+    assert (h.dtype_in, h.dtype_out, h.dtype_acc) == ("float16", "float16", "float32")
+    assert (b.dtype_in, b.dtype_out, b.dtype_acc) == ("bfloat16", "bfloat16", "float32")
+    assert h.multiple_of == b.multiple_of == (1, 8, 8) and h.param_dict["EDGE"] and b.param_dict["EDGE"]
+    assert h.name.startswith("hgemm_mma_") and b.name.startswith("bgemm_mma_")
+
+
+@pytest.mark.parametrize("v", FAMILY, ids=lambda v: v.name)
+def test_record(v):
+    p = v.param_dict
+    bf16 = v.name.startswith("bgemm_mma_")
+    assert v.name.startswith(("hgemm_mma_m16n8k16_", "bgemm_mma_m16n8k16_"))
+    assert v.dtype_in == v.dtype_out == ("bfloat16" if bf16 else "float16")
+    assert p["T"] == ("__nv_bfloat16" if bf16 else "half") and v.params[-1][0] == "T"
+    assert v.dtype_acc == ("float16" if v.name.endswith("_f16acc") or "_f16acc_" in v.name else "float32")
+    assert v.math == "mma" and v.seed == "cugemm" and v.align == 16 and v.doc
+    assert v.source.startswith("hgemm_mma/") and v.template.startswith("hgemm_mma_")
+    assert "sm_90" in v.archs and v.min_arch >= 80
+    # the block tile and the block follow from the warps and the mma tiles per warp
+    warps = p.get("WARPS_M", 1) * p.get("WARPS_N", 1)
+    bm = 16 * p.get("FRAGS_M", 1) * p.get("WARPS_M", 1)
+    bn = 8 * p.get("FRAGS_N", 1) * p.get("WARPS_N", 1)
+    assert v.block == (32 * warps, 1, 1) and v.tile == (bm, bn, p.get("BK", 16))
+    m = re.search(r"_mma(\d)x(\d)_warp(\d)x(\d)(?:x(\d))?", v.name)
+    if m:  # mmaAxB: warps; warpCxD[xE]: mma tiles per warp, E k steps of 16 per K-tile
+        assert tuple(map(int, m.groups()[:4])) == (p["WARPS_M"], p["WARPS_N"], p["FRAGS_M"], p["FRAGS_N"])
+        assert int(m.group(5) or 1) * 16 == v.tile[2]
+    # the rung flags the name spells
+    if "STAGES" in p:
+        assert f"_stage{p['STAGES']}" in v.name
+    if v.template == "hgemm_mma_swizzle":
+        assert "_swizzle" in v.name
+        m = re.search(r"_bswizzle(\d*)_", v.name + "_")
+        assert p["GROUP"] == (int(m.group(1) or 8) if m else 0)  # _bswizzle: bands of 8 tile rows
+        assert p["RBUF"] == ("_rbuf" in v.name) and p["EPI"] == ("_epi" in v.name)
+        assert p["F16ACC"] == v.name.endswith("_f16acc") and p["EDGE"] == v.name.endswith("_edge")
+        dims = dict(WARPS_M=p["WARPS_M"], WARPS_N=p["WARPS_N"], FRAGS_M=p["FRAGS_M"], FRAGS_N=p["FRAGS_N"],
+                    BK=p["BK"], STAGES=p["STAGES"])
+        assert v.smem_dynamic == hgemm_mma.swizzle_smem_bytes(**dims, EPI=p["EPI"]) and v.grid_fn is None
+    elif v.template == "hgemm_mma_stages":
+        assert p["PAD"] == 8 and v.smem_dynamic == hgemm_mma.stages_smem_bytes(
+            WARPS_M=p["WARPS_M"], WARPS_N=p["WARPS_N"], FRAGS_M=p["FRAGS_M"], FRAGS_N=p["FRAGS_N"],
+            BK=p["BK"], STAGES=p["STAGES"], PAD=p["PAD"])
+    else:
+        assert v.smem_dynamic == 0
+    # shape rule: the tile, or (EDGE) 16-byte rows of A and B
+    assert v.multiple_of == ((1, 8, 8) if p.get("EDGE") else v.tile)
+    assert "sm_80" in v.archs or v.smem_dynamic > 163 * 1024
+
+
+def test_bf16_siblings_mirror_fp16_rungs():
+    bf16 = [v for v in FAMILY if v.dtype_in == "bfloat16"]
+    assert len(bf16) >= 2 and any(v.param_dict["EDGE"] for v in bf16)
+    for v in bf16:
+        fp16 = get_variant(v.name.replace("bgemm_mma_", "hgemm_mma_", 1))
+        assert fp16.template == v.template and fp16.tile == v.tile and fp16.smem_dynamic == v.smem_dynamic
+        assert fp16.params[:-1] == v.params[:-1] and fp16.param_dict["T"] == "half"
+
+
+def test_edge_shape_rule():
+    v = get_variant("hgemm_mma_fast")
+    for shape in [(1, 8, 8), (17, 24, 8), (4095, 4096, 1016), (127, 8, 4096), (4095, 4104, 1024)]:
+        v.check_shape(*shape)
+    with pytest.raises(ValueError, match=r"N=12 is not a multiple of 8.*16-byte aligned"):
+        v.check_shape(16, 12, 8)
+    with pytest.raises(ValueError, match=r"K=1020 is not a multiple of 8"):
+        v.check_shape(4096, 4096, 1020)
+    tiled = get_variant(_H + "mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi")
+    with pytest.raises(ValueError, match=r"M=4095 is not a multiple of 128"):
+        tiled.check_shape(4095, 4096, 1024)
+
+
+def _sass_ops(v, arch):
+    try:
+        sass = jit.disassemble(jit.compile_offline(v, arch).cubin)
+    except RuntimeError as e:  # no cuobjdump on this machine
+        pytest.skip(str(e))
+    ops = re.findall(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)", sass)
+    return ops
+
+
+@pytest.mark.parametrize("name", ["hgemm_mma_fast", "bgemm_mma_fast",
+                                  _S + "_swizzle_bswizzle_rbuf_epi"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_sass_is_mma_sync_with_ldmatrix(name, arch):
+    """The main loop is HMMA.16816 fed by LDSM (A) and LDSM .T (B), copies are LDGSTS, nothing goes
+    to local memory; the sm_90 epilogue uses STSM (stmatrix)."""
+    v = get_variant(name)
+    if arch not in v.archs:
+        pytest.skip(f"{v.name} claims {v.archs}")
+    ops = _sass_ops(v, arch)
+    p = v.param_dict
+    hmma = [o for o in ops if o.startswith("HMMA.16816")]
+    per_kstep = p["FRAGS_M"] * p["FRAGS_N"]
+    assert hmma and len(hmma) % per_kstep == 0
+    assert all(o == ("HMMA.16816.F32.BF16" if v.dtype_in == "bfloat16" else "HMMA.16816.F32") for o in hmma)
+    assert any(o.startswith("LDSM.16.M88.4") for o in ops) and any(o.startswith("LDSM.16.MT88.4") for o in ops)
+    assert any(o.startswith("LDGSTS") for o in ops)
+    assert not any(o.startswith(("LDL", "STL")) for o in ops), "local memory in the kernel"
+    assert any(o.startswith("STSM") for o in ops) == (arch == "sm_90")
+
+
+# ---- GPU: the any-shape rungs on the issue's shapes ------------------------------------------------
+# small ones (also what compute-sanitizer runs: pytest -m gpu -k small), then large ones
+SMALL = [(1, 8, 8), (17, 24, 8), (1, 8, 4104), (130, 264, 24), (129, 520, 72), (255, 8, 136)]
+LARGE = [(4095, 4096, 1016), (127, 8, 4096), (4095, 4104, 1024), (1000, 2056, 2048)]
+
+
+def _run_poisoned(v, M, N, K, guard=64):
+    cupy = pytest.importorskip("cupy")
+    import cugemm
+    from cugemm import accuracy, testing
+
+    a, b = testing.random_operands(v.dtype_in, M, N, K)
+    buf = testing.poisoned((M * N + 2 * guard,), v.dtype_out)
+    before = buf.view(cupy.uint8).copy()
+    out = buf[guard:guard + M * N].reshape(M, N)
+    assert cugemm.run(v, a, b, out=out) is out
+    cupy.cuda.get_current_stream().synchronize()
+    g = guard * v.dt_out.itemsize
+    raw = buf.view(cupy.uint8)
+    assert bool((raw[:g] == before[:g]).all()) and bool((raw[-g:] == before[-g:]).all()), "wrote outside C"
+    err, ok = accuracy.check(out, accuracy.reference(a, b), v)
+    assert ok, f"{v.name} {M}x{N}x{K}: rel err {err:.2e}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", SMALL, ids=lambda s: "small-" + "x".join(map(str, s)))
+@pytest.mark.parametrize("v", EDGE, ids=lambda v: v.name)
+def test_edge_small_shapes(v, shape):
+    _run_poisoned(v, *shape)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", LARGE, ids=lambda s: "large-" + "x".join(map(str, s)))
+@pytest.mark.parametrize("v", EDGE, ids=lambda v: v.name)
+def test_edge_large_shapes(v, shape):
+    _run_poisoned(v, *shape)
