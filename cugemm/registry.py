@@ -9,11 +9,12 @@ import difflib
 import fnmatch
 
 from . import dtypes
-from .families import hgemm, hgemm_mma, hgemm_wmma, sgemm, sgemm_cm, sgemm_tf32
+from .families import hgemm, hgemm_mma, hgemm_wgmma, hgemm_wmma, sgemm, sgemm_cm, sgemm_tf32
 from .variant import Variant
 
 _TABLE: tuple[Variant, ...] = (sgemm.VARIANTS + sgemm_cm.VARIANTS + sgemm_tf32.VARIANTS
-                               + hgemm.VARIANTS + hgemm_wmma.VARIANTS + hgemm_mma.VARIANTS)
+                               + hgemm.VARIANTS + hgemm_wmma.VARIANTS + hgemm_mma.VARIANTS
+                               + hgemm_wgmma.VARIANTS)
 
 
 def build_index(table) -> dict[str, Variant]:

@@ -99,3 +99,18 @@ CUGEMM_DEVICE void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
                    : "memory");
 }
+// An arrival on block `cta`'s mbarrier at the same offset, with the default (.release.cta)
+// semantics instead of a cluster-scope release: no MEMBAR.GPU in front of it. Enough when the
+// arrival only says that this thread's reads of a buffer have completed, with no generic writes
+// to publish: a consumer releasing a ring stage whose wgmmas it has waited for (wgmma.wait_group),
+// that another block's TMA multicast refills. (CUTLASS's ClusterBarrier::arrive(cta_id, pred).)
+CUGEMM_DEVICE void mbarrier_arrive_remote(unsigned long long* bar, unsigned cta) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(cta)
+      : "memory");
+}

@@ -57,6 +57,12 @@ CUGEMM_DEVICE void stmatrix_x4(unsigned addr, const unsigned (&r)[4]) {
                "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
                : "memory");
 }
+// .trans: each 8x8 matrix is stored transposed (register q's pair of row i goes to column i).
+CUGEMM_DEVICE void stmatrix_x4_trans(unsigned addr, const unsigned (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
 #endif
 
 // ---- mma.sync ----------------------------------------------------------------------------------

@@ -124,33 +124,21 @@ __device__ __forceinline__ void fence_operands(float (&d)[N]) {
 #define CUGEMM_STR(x) CUGEMM_STR_(x)
 
 // d (+)= A * B, wgmma m64nNk8 .f32.tf32.tf32: A (64 x 8) from registers a (TF32 bit patterns), B
-// (8 x N) from shared memory (descriptor desc_b, K-major); d += (scale-d 1). NACC = N / 2 floats;
-// the remaining arguments are the asm operand numbers after the accumulators.
+// (8 x N) from shared memory (descriptor desc_b, K-major). scale_d = 1 accumulates (d += A * B),
+// 0 overwrites d (d = A * B: a new tile's first k step needs no zeroing pass over the accumulators);
+// a run-time value (the predicate is formed in the asm block). NACC = N / 2 floats; the remaining
+// macro arguments are the asm operand numbers after the accumulators.
 #define CUGEMM_WGMMA_TF32_RS(N, NACC, A0, A1, A2, A3, DESC, SCALE)                                \
   __device__ __forceinline__ void wgmma_tf32_rs(float (&d)[NACC], const unsigned (&a)[4],         \
-                                                unsigned long long desc_b) {                      \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n"                               \
-                 "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 " CUGEMM_WGMMA_ACC##NACC \
-                 ", {" A0 ", " A1 ", " A2 ", " A3 "}, " DESC ", p, 1, 1;\n}\n"                    \
-                 : CUGEMM_WGMMA_ACC##NACC##_OPERANDS(d)                                           \
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));             \
-  }
-CUGEMM_WGMMA_TF32_RS(128, 64, "%64", "%65", "%66", "%67", "%68", "%69")
-CUGEMM_WGMMA_TF32_RS(256, 128, "%128", "%129", "%130", "%131", "%132", "%133")
-
-// The same with a run-time scale_d: 0 overwrites d (d = A * B: a new tile's first k step, no
-// zeroing pass over the accumulators), 1 accumulates.
-#define CUGEMM_WGMMA_TF32_RS_SCALE(N, NACC, A0, A1, A2, A3, DESC, SCALE)                          \
-  __device__ __forceinline__ void wgmma_tf32_rs(float (&d)[NACC], const unsigned (&a)[4],         \
                                                 unsigned long long desc_b, int scale_d) {         \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n"                              \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n"                               \
                  "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 " CUGEMM_WGMMA_ACC##NACC \
                  ", {" A0 ", " A1 ", " A2 ", " A3 "}, " DESC ", p, 1, 1;\n}\n"                    \
                  : CUGEMM_WGMMA_ACC##NACC##_OPERANDS(d)                                           \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));       \
   }
-CUGEMM_WGMMA_TF32_RS_SCALE(128, 64, "%64", "%65", "%66", "%67", "%68", "%69")
-CUGEMM_WGMMA_TF32_RS_SCALE(256, 128, "%128", "%129", "%130", "%131", "%132", "%133")
+CUGEMM_WGMMA_TF32_RS(128, 64, "%64", "%65", "%66", "%67", "%68", "%69")
+CUGEMM_WGMMA_TF32_RS(256, 128, "%128", "%129", "%130", "%131", "%132", "%133")
 
 // 16-bit element types: T = half or __nv_bfloat16.
 template <class T> struct IsBf16 { static constexpr bool value = false; };

@@ -37,7 +37,7 @@ __device__ __forceinline__ void mma_ktile(float (&acc)[NACC], const unsigned (&f
   for (int i = 0; i < NACC; ++i) fence_operand(acc[i]);
   fence();
 #pragma unroll
-  for (int kk = 0; kk < BK / 8; ++kk) wgmma_tf32_rs(acc, fa[kk], make_desc_sw128(a_stage + kk * 32));
+  for (int kk = 0; kk < BK / 8; ++kk) wgmma_tf32_rs(acc, fa[kk], make_desc_sw128(a_stage + kk * 32), 1);
   commit_group();
 #pragma unroll
   for (int i = 0; i < NACC; ++i) fence_operand(acc[i]);

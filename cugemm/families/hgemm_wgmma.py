@@ -1,0 +1,308 @@
+"""Hopper fp16 / bf16 GEMM through wgmma, TMA, mbarriers and warp specialisation (sm_90a), issue 12.
+
+A ladder above the mma.sync / WMMA kernels (kernels/hgemm_wgmma/), each rung one idea, fp16 in
+and out with fp32 accumulation:
+
+  1 cpasync      wgmma m64nNk16 with both operands in 128-byte-swizzled shared memory, filled by
+                 cp.async; 128x128x64 tile of two warpgroups                  (01_cpasync.cu)
+  2 tma          TMA copies completing on FULL mbarriers (expect-tx), EMPTY mbarriers for stage
+                 reuse, several stages deep                                    (02_tma.cu)
+  3 ws           a producer warpgroup (one thread issues TMA) and a consumer warpgroup, setmaxnreg
+                 40 / 232; 128x128 tile                                        (03_ws.cu)
+  4 ws wg2       two consumer warpgroups and a 128x256 tile (wgmma m64n256k16) (03_ws.cu)
+  5 persistent   one block per SM walking tiles in grouped (L2-friendly) order; the pipeline runs
+                 on across tiles                                               (04_persistent.cu)
+  6 cluster2     clusters of two blocks along M; each copies half of the shared B tile with TMA
+                 multicast                                                     (04_persistent.cu)
+  7 tma_store    the epilogue through swizzled shared memory and TMA stores that overlap the next
+                 tile's mainloop                                               (04_persistent.cu)
+  8 bt           operand roles swapped (C^T = B^T A^T, cuBLAS's orientation for row-major data):
+                 the wide wgmma operand is the K-major A tile; stmatrix.trans epilogue
+                                                                               (06_persistent_bt.cu)
+
+bf16 siblings (`_bf16`) of the top rungs, and a TF32 sibling of the top structure for float32
+inputs (`hgemm_wgmma_tf32_*`, 05_tf32.cu) whose tensor maps make the copy engine round A and B to
+TF32 (round to nearest, as cuBLAS), at no cost in instructions or shared-memory passes.
+
+Rungs 1 to 4 need M, N, K multiples of their tile; the persistent rungs take any M and N, K
+multiples of 8 (16-byte rows; TF32: multiples of 4), the copy engine zero-filling what lies past the
+edges and the stores bounded. The TMA rungs get their tensor maps from cugemm/tma.py (cached per
+pointer, shape and strides; a shape TMA cannot describe is refused with a ValueError before launch),
+and remember a launch's maps per (operands, shape) here.
+
+Measured on an H100 SXM (132 SMs, 2026-11-23, bench.py; TFLOP/s and same-run % of cupy.matmul at
+4096x4096x1024 / 4096^3 / 8192^3; cupy.matmul fp16: 640 / 746 / 673):
+  1 cpasync             356 (56%)   482 (65%)   406 (60%)
+  2 tma                 381 (60%)   513 (69%)   441 (66%)
+  3 ws                  416 (65%)   524 (70%)   394 (59%)
+  4 ws wg2              416 (65%)   635 (85%)   386 (57%)
+  5 persistent          424 (66%)   623 (84%)   521 (77%)
+  6 cluster2            454 (71%)   667 (89%)   631 (94%)
+  7 tma_store           642 (100%)  684 (92%)   651 (97%)   hgemm_wgmma_fast
+  8 bt (cluster2)       640 (100%)  682 (91%)   670 (100%)
+    bt, no cluster      652 (102%)  685 (92%)   648 (96%)
+  bf16 rung 7           655 (100%)  765 (98%)   695 (100%)  hgemm_wgmma_fast_bf16
+  TF32 cluster2         397 (100%) at 4096^3, 348 (97%) at 8192^3, rel. error 2.9e-4 (= cuBLAS)
+Two earlier runs put rung 7 at 90-91% and the no-cluster rung 8 at 92-94.5% at 4096^3; clusters of 4
+(387 TFLOP/s at 4096^3), bands of 4 or 16 tile rows and stmatrix-written staging boxes measured
+no better than the registered rungs.
+
+What limits the top rungs (H100 SXM, 700 W, 2026-11-23): power, not the schedule. cuBLAS's kernel
+for 4096^3 fp16 (cupy.matmul) is nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA: 132 persistent blocks
+of 384 threads, clusters of 2, 4 stages, two cooperating consumer warpgroups on 128 x 256 tiles of
+the row-major C, i.e. rung 7's structure. Nsight Compute, one launch each at 4096^3, clocks left
+alone: cuBLAS 179 us at 1.58 GHz, 284.8k cycles, tensor pipe busy 94.6% of active cycles, DRAM
+reads 150 MB, L2 hit 75%; rung 7 185 us at 1.55 GHz, 289.3k cycles (+1.6%), tensor pipe 94.0%,
+DRAM reads 149 MB, L2 hit 77%, 1.32 GB of L2 traffic against cuBLAS's 1.05 GB; rung 8 without
+clusters 187 us at 1.52 GHz, 1.61 GB of L2 traffic. Launched back to back for a second, every one
+of them runs at the 700 W software power cap (nvidia-smi clocks_event_reasons 0x4) at 1.3-1.45 GHz
+instead of 1.98, and sustained throughput is what the watts buy: at 4096^3 cuBLAS 647-651 TFLOP/s,
+rung 7 642-646, rung 8 without clusters 632 (its extra L2 traffic costs ~60 MHz); bf16 cuBLAS 675,
+rung 7 670; at 8192^3 rung 7 658-662 against cuBLAS 649-650; at 4096x4096x1024 rung 7 560-561
+against cuBLAS 572-575. bench.py times each variant in a short burst (~55 launches) whose clock
+depends on what ran just before, so its same-run ratios for these kernels move by 5-10% between
+runs and with the variant's place in the list (rung 7 at 4096^3: 98.8-99.1% measured second in a
+short list, 90.3% measured after rungs 1-6 in the same kind of run).
+Tried and not registered (same sessions, sustained TFLOP/s at 4096^3 fp16 unless noted): a ping-pong
+schedule (CUTLASS KernelTmaWarpSpecializedPingpong: each consumer its own 64 x 256 or 128 x 128
+tile, mainloops in turns so that one consumer's epilogue overlaps the other's wgmmas): 563-576
+TFLOP/s for 64 x 256 (bench 82-84% at 4096^3, 70-81% at 8192^3), 128 x 128 bench 91-94% at 4096^3:
+half-size tiles copy 25-67% more bytes per flop, the tensor pipe ran 75% busy with the L2 79% busy;
+consumers staggered by one K-tile (each epilogue overlapping the other consumer's wgmmas), the slab
+of C staged two or four boxes per barrier pair (3 stages with 4 boxes): 642-646 TFLOP/s, within 0.5%
+of rung 7 at every shape (the epilogue's idle cycles are cheap in watts, so removing them buys no
+clock at the cap); a grid of 128 blocks instead of 132 at 4096^3 (every block 4 whole tiles): 643-650;
+raster bands of 4 or 16: 636-637.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from .. import tma
+from ..variant import Variant
+
+FAMILY = "hgemm_wgmma"
+BM, BK = 128, 64
+STAGING_BYTES = 2 * 2 * 64 * 128  # rung 7: two 64 x 64 staging boxes of C per consumer warpgroup
+SLACK = 1024                      # dynamic shared memory alignment slack (1024-byte swizzle atoms)
+CTYPES = {"float16": "half", "bfloat16": "__nv_bfloat16"}
+DEFAULT_SMS = 132                 # persistent grids when no device is given (an H100 SXM / H200)
+
+
+def ring_smem_bytes(bm: int, bn: int, stages: int) -> int:
+    """A ring of STAGES (A bm x 64, B 64 x bn) 16-bit tiles plus the alignment slack: rungs 1-4."""
+    return stages * (bm + bn) * 128 + SLACK
+
+
+def persistent_smem_bytes(bn: int, stages: int, tma_store: bool) -> int:
+    """Mirrors hgemm_wgmma_persistent_smem_bytes (04_persistent.cu): the ring, and the staging boxes
+    of the TMA-store epilogue."""
+    return stages * (BM + bn) * 128 + (STAGING_BYTES if tma_store else 0) + SLACK
+
+
+def persistent_bt_smem_bytes(stages: int) -> int:
+    """Mirrors hgemm_wgmma_persistent_bt_smem_bytes (06_persistent_bt.cu): 256x64 A and 64x128 B
+    tiles per stage, the staging boxes."""
+    return stages * (256 + 128) * 128 + STAGING_BYTES + SLACK
+
+
+def tf32_smem_bytes(stages: int) -> int:
+    """Mirrors hgemm_wgmma_tf32_smem_bytes (05_tf32.cu): 256x32 A and 32x128 B float tiles."""
+    return stages * (256 * 128 + 4 * 32 * 128) + SLACK
+
+
+# ---- kernel arguments and grids ------------------------------------------------------------------
+_ARGS: OrderedDict = OrderedDict()
+MAX_ARGS_CACHED = 256
+
+
+def _cached(maps_fn):
+    """An args_fn that remembers the tensor maps of each (variant, operands, shape): one dictionary
+    look-up per launch in steady state. The entries hold the TensorMap objects themselves, so the
+    host bytes each CPointer argument points at stay alive while the entry does."""
+
+    def args_fn(v, A, B, C, M, N, K):
+        key = (v.name, A.ptr, B.ptr, C.ptr, M, N, K, A.strides, B.strides, C.strides)
+        hit = _ARGS.get(key)
+        if hit is None:
+            maps = maps_fn(v, A, B, C, M, N, K)
+            hit = _ARGS[key] = (maps, tuple(m.arg for m in maps))
+            while len(_ARGS) > MAX_ARGS_CACHED:
+                _ARGS.popitem(last=False)
+        return hit[1]
+
+    args_fn.maps_fn = maps_fn
+    return args_fn
+
+
+def _row_stride(op, cols: int, itemsize: int) -> int:
+    """Bytes between rows (a one-row matrix may report any stride: use the dense one)."""
+    return int(op.strides[0]) if op.shape[0] > 1 else cols * itemsize
+
+
+def _maps_ab(v, A, B, C, M, N, K):
+    """Tensor maps of A (box {64 k, BM rows}) and B (box {64 columns, 64 k}), 128-byte swizzled."""
+    dt = v.dtype_in
+    size = v.dt_in.itemsize
+    ma = tma.tensor_map_2d(A.ptr, dt, M, K, _row_stride(A, K, size), (BK, v.tile[0]))
+    mb = tma.tensor_map_2d(B.ptr, dt, K, N, _row_stride(B, N, size), (64, BK))
+    return ma, mb
+
+
+def _maps_abc(v, A, B, C, M, N, K):
+    """Rungs 5-7: A and B as above, and C (box {64, 64}, what a consumer's staging box holds)."""
+    ma, mb = _maps_ab(v, A, B, C, M, N, K)
+    mc = tma.tensor_map_2d(C.ptr, v.dtype_out, M, N, _row_stride(C, N, v.dt_out.itemsize), (64, 64))
+    return ma, mb, mc
+
+
+def _maps_bt(v, A, B, C, M, N, K):
+    """Rung 8: A in boxes {64 k, 256 / CLUSTER_N rows} (a cluster's blocks copy one part each), B and
+    C in boxes {64, 64}."""
+    dt, size = v.dtype_in, v.dt_in.itemsize
+    ma = tma.tensor_map_2d(A.ptr, dt, M, K, _row_stride(A, K, size), (BK, 256 // v.cluster[0]))
+    mb = tma.tensor_map_2d(B.ptr, dt, K, N, _row_stride(B, N, size), (64, BK))
+    mc = tma.tensor_map_2d(C.ptr, v.dtype_out, M, N, _row_stride(C, N, v.dt_out.itemsize), (64, 64))
+    return ma, mb, mc
+
+
+def _maps_tf32(v, A, B, C, M, N, K):
+    """TF32: float32 A (box {32 k, 256 / CLUSTER_N rows}) and B (box {32 columns, 32 k}) loaded as
+    TFLOAT32 (the copy engine rounds to TF32), 128-byte swizzled."""
+    cn = v.cluster[0]
+    ma = tma.tensor_map_2d(A.ptr, "tfloat32", M, K, _row_stride(A, K, 4), (32, 256 // cn))
+    mb = tma.tensor_map_2d(B.ptr, "tfloat32", K, N, _row_stride(B, N, 4), (32, 32))
+    return ma, mb
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+_GRIDS: dict = {}
+
+
+def _persistent_grid(v, M, N, K, dev):
+    """One block per SM (whole clusters), or fewer when there are fewer tiles; clusters run along M
+    (rungs 5-7) or along N (rung 8, the TF32 sibling: the kernels with a CLUSTER_N parameter)."""
+    sms = dev.sms if dev is not None else DEFAULT_SMS
+    key = (v.name, M, N, sms)
+    g = _GRIDS.get(key)
+    if g is None:
+        c = v.cluster[0]
+        tm, tn = _cdiv(M, v.tile[0]), _cdiv(N, v.tile[1])
+        clusters = _cdiv(tn, c) * tm if "CLUSTER_N" in v.param_dict else _cdiv(tm, c) * tn
+        g = (max(c, min(clusters, sms // c) * c), 1, 1)
+        if len(_GRIDS) > 4096:
+            _GRIDS.clear()
+        _GRIDS[key] = g
+    return g
+
+
+# ---- constructors ----------------------------------------------------------------------------------
+def _common(name, dtype, doc, **kw):
+    return dict(name=name, family=FAMILY, dtype_in=dtype, dtype_out=dtype, dtype_acc="float32",
+                math="wgmma", align=16, archs=("sm_90a",), seed="cugemm", doc=doc, **kw)
+
+
+def _cpasync(name, *, BN, STAGES, dtype="float16", doc, **kw):
+    return Variant(source="hgemm_wgmma/01_cpasync.cu", template="hgemm_wgmma_cpasync",
+                   params=(("BN", BN), ("STAGES", STAGES), ("T", CTYPES[dtype])),
+                   tile=(BM, BN, BK), block=(256, 1, 1), multiple_of=(BM, BN, BK),
+                   smem_dynamic=ring_smem_bytes(BM, BN, STAGES), **_common(name, dtype, doc, **kw))
+
+
+def _tma(name, *, BN, STAGES, dtype="float16", doc, **kw):
+    return Variant(source="hgemm_wgmma/02_tma.cu", template="hgemm_wgmma_tma",
+                   params=(("BN", BN), ("STAGES", STAGES), ("T", CTYPES[dtype])),
+                   tile=(BM, BN, BK), block=(256, 1, 1), multiple_of=(BM, BN, BK),
+                   smem_dynamic=ring_smem_bytes(BM, BN, STAGES), args_fn=_cached(_maps_ab),
+                   **_common(name, dtype, doc, **kw))
+
+
+def _ws(name, *, BN, CONSUMERS, STAGES, dtype="float16", doc, **kw):
+    return Variant(source="hgemm_wgmma/03_ws.cu", template="hgemm_wgmma_ws",
+                   params=(("BM", BM), ("BN", BN), ("CONSUMERS", CONSUMERS), ("STAGES", STAGES),
+                           ("T", CTYPES[dtype])),
+                   tile=(BM, BN, BK), block=(128 * (CONSUMERS + 1), 1, 1), multiple_of=(BM, BN, BK),
+                   smem_dynamic=ring_smem_bytes(BM, BN, STAGES), args_fn=_cached(_maps_ab),
+                   **_common(name, dtype, doc, **kw))
+
+
+def _persistent(name, *, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STORE=False, dtype="float16", doc,
+                **kw):
+    return Variant(source="hgemm_wgmma/04_persistent.cu", template="hgemm_wgmma_persistent",
+                   params=(("BN", BN), ("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_M", CLUSTER_M),
+                           ("TMA_STORE", TMA_STORE), ("T", CTYPES[dtype])),
+                   tile=(BM, BN, BK), block=(384, 1, 1), multiple_of=(1, 8, 8),
+                   smem_dynamic=persistent_smem_bytes(BN, STAGES, TMA_STORE), cluster=(CLUSTER_M, 1, 1),
+                   grid_fn=_persistent_grid, args_fn=_cached(_maps_abc), **_common(name, dtype, doc, **kw))
+
+
+def _persistent_bt(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, dtype="float16", doc, **kw):
+    return Variant(source="hgemm_wgmma/06_persistent_bt.cu", template="hgemm_wgmma_persistent_bt",
+                   params=(("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_N", CLUSTER_N), ("T", CTYPES[dtype])),
+                   tile=(256, 128, BK), block=(384, 1, 1), multiple_of=(1, 8, 8),
+                   smem_dynamic=persistent_bt_smem_bytes(STAGES), cluster=(CLUSTER_N, 1, 1),
+                   grid_fn=_persistent_grid, args_fn=_cached(_maps_bt), **_common(name, dtype, doc, **kw))
+
+
+def _tf32(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, doc, **kw):
+    return Variant(source="hgemm_wgmma/05_tf32.cu", template="hgemm_wgmma_tf32",
+                   params=(("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_N", CLUSTER_N)),
+                   tile=(256, 128, 32), block=(384, 1, 1), multiple_of=(1, 4, 4),
+                   smem_dynamic=tf32_smem_bytes(STAGES), cluster=(CLUSTER_N, 1, 1),
+                   grid_fn=_persistent_grid, args_fn=_cached(_maps_tf32),
+                   **_common(name, "float32", doc, math_dtype="tfloat32", **kw))
+
+
+_P = "hgemm_wgmma_m64n256k16_persistent"
+_BT = "hgemm_wgmma_m64n256k16_bt_persistent"
+
+VARIANTS: tuple[Variant, ...] = (
+    # ---- the ladder (fp16) ---------------------------------------------------------------------
+    _cpasync("hgemm_wgmma_m64n128k16_cpasync_stage4", BN=128, STAGES=4,
+             doc="wgmma m64n128k16, both operands in 128B-swizzled shared memory filled by cp.async; "
+                 "128x128x64 tile of 2 warpgroups, 4 stages"),
+    _tma("hgemm_wgmma_m64n128k16_tma_stage4", BN=128, STAGES=4,
+         doc="TMA copies completing on FULL mbarriers (expect-tx), EMPTY mbarriers for stage reuse, "
+             "one K-tile of wgmmas in flight; 4 stages"),
+    _ws("hgemm_wgmma_m64n128k16_ws_stage6", BN=128, CONSUMERS=1, STAGES=6,
+        doc="warp specialisation: a producer warpgroup (one thread issues TMA) and one consumer "
+            "warpgroup (two m64n128k16 slabs), setmaxnreg 40/232; 128x128 tile, 6 stages"),
+    _ws("hgemm_wgmma_m64n256k16_ws_wg2_stage4", BN=256, CONSUMERS=2, STAGES=4,
+        doc="two consumer warpgroups of 64x256 (wgmma m64n256k16): a 128x256x64 tile, 4 stages"),
+    _persistent(_P + "_stage4", doc="persistent: one block per SM walking 128x256 tiles in grouped "
+                                    "order (bands of 8 tile rows); the pipeline runs on across tiles"),
+    _persistent(_P + "_cluster2_stage4", CLUSTER_M=2,
+                doc="clusters of 2 blocks along M: each copies half of the shared B tile with TMA "
+                    "multicast"),
+    _persistent(_P + "_cluster2_tma_store_stage4", CLUSTER_M=2, TMA_STORE=True, aliases=("hgemm_wgmma_fast",),
+                doc="epilogue through swizzled shared memory and TMA stores (bounded) that overlap "
+                    "the next tile's mainloop"),
+    _persistent_bt(_BT + "_cluster2_stage4", CLUSTER_N=2,
+                   doc="operand roles swapped (C^T = B^T A^T): the 256-row A tile is the wide, K-major "
+                       "wgmma operand, B^T the narrow N-major one; 256x128 tiles, clusters of 2 along "
+                       "N share A; stmatrix.trans epilogue"),
+    # ---- siblings of the top rungs without clusters -----------------------------------------------
+    _persistent(_P + "_tma_store_stage4", TMA_STORE=True,
+                doc="rung 7 without clusters: persistent, TMA-store epilogue"),
+    _persistent_bt(_BT + "_stage4",
+                   doc="rung 8 without clusters (each block copies its whole A tile)"),
+    # ---- bf16 siblings of the top rungs ---------------------------------------------------------
+    _persistent(_P + "_stage4_bf16", dtype="bfloat16", doc="rung 5 (persistent) in bf16"),
+    _persistent(_P + "_cluster2_stage4_bf16", CLUSTER_M=2, dtype="bfloat16",
+                doc="rung 6 (clusters of 2, B multicast) in bf16"),
+    _persistent(_P + "_cluster2_tma_store_stage4_bf16", CLUSTER_M=2, TMA_STORE=True, dtype="bfloat16",
+                aliases=("hgemm_wgmma_fast_bf16",), doc="rung 7 (TMA-store epilogue) in bf16"),
+    _persistent_bt(_BT + "_cluster2_stage4_bf16", CLUSTER_N=2, dtype="bfloat16",
+                   doc="rung 8 (operand roles swapped) in bf16"),
+    _persistent_bt(_BT + "_stage4_bf16", dtype="bfloat16", doc="rung 8 without clusters, in bf16"),
+    # ---- the TF32 sibling of the top structure (float32 in and out) --------------------------------
+    _tf32("hgemm_wgmma_tf32_m64n256k8_persistent_stage4",
+          doc="float32 GEMM with TF32 wgmma m64n256k8 (C^T = B^T A^T, B^T from registers), persistent "
+              "and warp-specialized; TMA maps of type TFLOAT32 round both operands as cuBLAS does"),
+    _tf32("hgemm_wgmma_tf32_m64n256k8_persistent_cluster2_stage4", CLUSTER_N=2,
+          aliases=("hgemm_wgmma_tf32_fast",),
+          doc="the TF32 sibling with clusters of 2 along N sharing the A tile (TMA multicast)"),
+)

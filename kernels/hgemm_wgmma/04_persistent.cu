@@ -1,0 +1,230 @@
+// cugemm/kernels/hgemm_wgmma/04_persistent.cu: Hopper HGEMM rungs 5, 6 and 7: a persistent
+// warp-specialized kernel with a grouped tile scheduler, thread-block clusters with TMA multicast,
+// and an epilogue through shared memory and TMA stores that overlaps the next tile (sm_90a).
+//
+// C = A * B, T = half or __nv_bfloat16 in and out (row-major), fp32 accumulation, any M and any N,
+// K that are multiples of 8 (16-byte rows): the copy engine zero-fills what lies past M, N or K,
+// and the stores are bounded. The block is rung 4's (03_ws.cu): a producer warpgroup (one thread
+// issues TMA copies), two consumer warpgroups of 64 x BN slabs (wgmma m64nBNk16), FULL / EMPTY
+// mbarriers around a STAGES-deep ring, setmaxnreg 40 / 232.
+//
+// What rung 5 (CLUSTER_M = 1, TMA_STORE = false) adds over rung 4: persistence. The grid is one
+// block per SM (cugemm/families/hgemm_wgmma.py sizes it from the SM count) and each block walks
+// tiles id = blockIdx.x, + gridDim.x, ... of the tile grid, in the grouped order of
+// lib/raster.cuh (bands of GROUP tile rows, column by column): the tiles resident at one time
+// share A row panels and B column panels in L2. The ring's stage and phase run on across tiles,
+// so the producer starts loading tile i + 1 while the consumers finish tile i and store it: no
+// launch, prologue or pipeline drain per tile, and no tail of idle SMs waiting for a new block.
+// What rung 6 (CLUSTER_M = 2) adds: clusters of CLUSTER_M blocks on tiles stacked along M (same
+// columns of B). Each block copies 1 / CLUSTER_M of the B tile (whole 64-column panels) with
+// multicast (.multicast::cluster): one L2 read lands in every block of the cluster, at the same
+// shared-memory offset, completing bytes on the FULL barrier at the same offset in each. A stage
+// is then only free when every consumer of the cluster has released it: EMPTY counts 2 x
+// CLUSTER_M arrivals, and consumer thread r (r < CLUSTER_M) of each warpgroup arrives on block
+// r's barrier (mapa + mbarrier.arrive.shared::cluster). Per K-tile a block now reads 16 KB of A and
+// 32 / CLUSTER_M KB of B from L2 instead of 48 KB.
+// What rung 7 (TMA_STORE = true) adds: the epilogue. Instead of 4-byte stores from registers
+// (half-sector writes, in the shadow of nothing), each consumer converts its slab to T one 64 x 64
+// panel at a time into one of two 8 KB 128-byte-swizzled staging boxes (conflict-free 4-byte
+// shared stores), fences them for the async proxy, and one thread issues a TMA store (bounded by
+// the tensor map: rows past M and columns past N are not written). The consumer goes straight on
+// to the next tile's wgmmas while the copy engine writes C; a box is only rewritten after its
+// previous store has read it (cp.async.bulk.wait_group.read 1, then a named barrier).
+// (Writing the boxes with stmatrix.x4, 4 instructions per box instead of 16 4-byte stores,
+// measured the same: 683-701 TFLOP/s at 4096^3 on an H100, within the run-to-run spread.)
+//
+// Measured on an H100 SXM (2026-11-23, same-run % of cupy.matmul), 4096x4096x1024 / 4096^3 / 8192^3:
+//   rung 5: 424 (66%) / 623 (84%) / 521 (77%) TFLOP/s: +35% over rung 4 at 8192^3;
+//   rung 6: 454 (71%) / 667 (89%) / 631 (94%): +7%, +7%, +21% over rung 5;
+//   rung 7: 642 (100.4%) / 684 (92%) / 651 (97%): +42%, +2%, +3% over rung 6 (the stores from
+//           registers took ~7 us per tile); without clusters 612 (96%) / 680 (91%) / 643 (96%).
+//   Earlier runs of rung 7, same machine type: 643 (100.0%) / 693 (90%) / 666 (98%) and
+//   642 (99.9%) / 701 (91%) / 674 (96%). bf16 (_bf16, against cupy.matmul on bfloat16):
+//   655 (100.0%) / 765 (98.4%) / 695 (100.3%).
+//   Later runs (same day, same machine type): rung 7 fp16 640 (99.6%) / 732-767 (98.8-99.1%) /
+//   674-780 (97.1-100.7%) measured second in a short list, 646 (100.0%) / 677 (90.3%) / 637 (84.4%)
+//   measured after rungs 1-6; bf16 651-657 (99.6-100.3%) / 766-793 (98.8-99.0%) / 690-701 (87.8-95.2%).
+//   The spread is the GPU's clock, not the kernel: launched back to back every kernel of this shape,
+//   cuBLAS's included, runs at the 700 W power cap at 1.3-1.45 GHz; sustained, rung 7 makes 642-646
+//   TFLOP/s at 4096^3 against cuBLAS's 647-651 and 658-662 at 8192^3 against 649-650. Its structure
+//   is cuBLAS's for these shapes (nvjet 256x128 coopA, clusters of 2, 4 stages); Nsight Compute puts
+//   it 1.6% more cycles than cuBLAS's kernel per launch, the tensor pipe busy 94.0% of active cycles
+//   against 94.6% (cugemm/families/hgemm_wgmma.py: the profile, and the schedules that measured no
+//   better: ping-pong consumers, staggered consumers, batched epilogue staging).
+//
+// Template parameters: BN (128 or 256), STAGES, GROUP (tile rows per raster band, in cluster
+// tiles), CLUSTER_M (1 or 2; __cluster_dims__), TMA_STORE, T. Fixed: BM = 128 (2 x 64), BK = 64.
+// (Clusters of 4 measured 387 TFLOP/s at 4096^3 on an H100, against 701 for pairs: fewer
+// clusters of four blocks of 225 KB can be resident at once than the grid launches.)
+// Launch: block = (384, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1); dynamic shared
+//   memory hgemm_wgmma_persistent_smem_bytes<...> = STAGES * (128 + BN) * 128 (+ 32768 for the
+//   staging boxes) + 1024 bytes; extra kernel arguments: tensor maps of A (box {64, 128}), B (box
+//   {64, 64}) and C (box {64, 64}), 128-byte swizzled.
+// The copy engine zero-fills the parts of a box past M, N or K, and still completes the whole
+// box's bytes; boxes wholly past N are not issued at all (the expected bytes count only the
+// issued ones), nor A boxes wholly past M (a block of a cluster past M re-reads rows of its pair).
+// Preconditions: N % 8 == 0, K % 8 == 0 (16-byte rows, what TMA can describe); a, b, c 16-byte
+//   aligned; M * N, M * K, K * N < 2^31; sm_90a.
+#include "../lib/barrier.cuh"
+#include "../lib/raster.cuh"
+#include "../lib/swizzle.cuh"
+#include "../lib/tma.cuh"
+#include "hgemm_wgmma.cuh"
+
+template <int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, class T>
+__device__ constexpr int hgemm_wgmma_persistent_smem_bytes =
+    STAGES * (128 + BN) * 128 + (TMA_STORE ? 2 * 2 * 64 * 128 : 0) + 1024;
+
+template <int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, class T>
+__global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
+    hgemm_wgmma_persistent(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N,
+                           int K, const __grid_constant__ TensorMap tmap_a,
+                           const __grid_constant__ TensorMap tmap_b, const __grid_constant__ TensorMap tmap_c) {
+  using namespace hgemm_wgmma;
+  constexpr int BM = 128;
+  constexpr int A_STAGE = BM * A_ROW_BYTES;
+  constexpr int B_STAGE = (BN / 64) * B_PANEL_BYTES;
+  constexpr int PANELS = BN / 64;                       // B panels per tile (and C panels per slab)
+  constexpr int MY_PANELS = PANELS / CLUSTER_M;         // B panels this block copies (multicast)
+  constexpr int BOX = 64 * 128;                         // one 64 x 64 staging box of C
+  constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+  static_assert(BN == 128 || BN == 256, "BN is a wgmma N with a 128-register accumulator at most");
+  static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && PANELS % CLUSTER_M == 0, "the cluster splits B by whole panels");
+  static_assert(PANELS % 2 == 0, "staging boxes alternate; an even count per slab keeps the pattern across tiles");
+  static_assert(hgemm_wgmma_persistent_smem_bytes<BN, STAGES, GROUP, CLUSTER_M, TMA_STORE, T> ==
+                    STAGES * (A_STAGE + B_STAGE) + (TMA_STORE ? 4 * BOX : 0) + 1024,
+                "the declared dynamic shared memory is the ring, the staging boxes and the alignment slack");
+
+  extern __shared__ char smem_raw[];
+  char* const sA = align_1024(smem_raw);
+  char* const sB = sA + STAGES * A_STAGE;
+  char* const sC = sB + STAGES * B_STAGE;  // TMA_STORE: 2 boxes per consumer warpgroup
+  __shared__ alignas(8) unsigned long long full[STAGES], empty[STAGES];
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_map(&tmap_a);
+    tma_prefetch_map(&tmap_b);
+    if (TMA_STORE) tma_prefetch_map(&tmap_c);
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      mbarrier_init(&full[s], 1);                // this block's producer
+      mbarrier_init(&empty[s], 2 * CLUSTER_M);   // both consumers of every block of the cluster
+    }
+    fence_mbarrier_init();
+  }
+  if constexpr (CLUSTER_M > 1) {
+    cluster_sync();  // every block's barriers exist before any multicast or remote arrival
+  } else {
+    __syncthreads();
+  }
+
+  // ---- the tile walk, identical in every role and in every block of a cluster ----------------------
+  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+  const int ctiles_m = (tiles_m + CLUSTER_M - 1) / CLUSTER_M;  // rows of cluster tiles
+  const int num_ctiles = ctiles_m * tiles_n;
+  const int num_clusters = gridDim.x / CLUSTER_M;
+  const int rank = CLUSTER_M > 1 ? static_cast<int>(cluster_ctarank()) : 0;
+  const int num_kt = (K + BK - 1) / BK;
+
+  const int wg = warpgroup_index();
+  if (wg == 0) {
+    // ---- producer ------------------------------------------------------------------------------
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      Ring<STAGES> ring;
+      for (int t = blockIdx.x / CLUSTER_M; t < num_ctiles; t += num_clusters) {
+        const TileCoord tc = raster_grouped(t, ctiles_m, tiles_n, GROUP);
+        const int m0 = (tc.row * CLUSTER_M + rank) * BM;
+        const int m_load = m0 < M ? m0 : tc.row * CLUSTER_M * BM;  // a block past M computes a copy
+        const int n0 = tc.col * BN;
+        // B panels wholly past N are not copied (their stale columns only reach columns of C
+        // that are never stored); every block of the cluster skips the same ones.
+        const int live = min(PANELS, (N - n0 + 63) / 64);
+        const unsigned tx = A_STAGE + live * B_PANEL_BYTES;
+        for (int kt = 0; kt < num_kt; ++kt) {
+          const int s = ring.stage;
+          mbarrier_wait(&empty[s], ring.phase ^ 1);  // every consumer of the cluster released it
+          mbarrier_arrive_expect_tx(&full[s], tx);
+          tma_load_2d(sA + s * A_STAGE, &tmap_a, &full[s], kt * BK, m_load);
+#pragma unroll
+          for (int i = 0; i < MY_PANELS; ++i) {
+            const int p = rank * MY_PANELS + i;
+            if (p >= live) break;
+            char* const dst = sB + s * B_STAGE + p * B_PANEL_BYTES;
+            if constexpr (CLUSTER_M > 1) {
+              tma_load_2d_multicast(dst, &tmap_b, &full[s], n0 + 64 * p, kt * BK,
+                                    static_cast<unsigned short>((1u << CLUSTER_M) - 1));
+            } else {
+              tma_load_2d(dst, &tmap_b, &full[s], n0 + 64 * p, kt * BK);
+            }
+          }
+          ring.advance();
+        }
+      }
+    }
+  } else {
+    // ---- consumers -----------------------------------------------------------------------------
+    setmaxnreg_inc<CONSUMER_REGS>();
+    const int cw = wg - 1;                    // slab: rows 64 cw .. 64 cw + 63 of the tile
+    const int tid = threadIdx.x & 127;
+    const int w = tid >> 5, g = (tid & 31) >> 2, t4 = tid & 3;
+    const unsigned sA_addr = smem_addr(sA) + cw * 64 * A_ROW_BYTES;
+    const unsigned sB_addr = smem_addr(sB);
+    char* const boxes = sC + cw * 2 * BOX;
+    auto release = [&](int s) {
+      if constexpr (CLUSTER_M > 1) {
+        if (tid < CLUSTER_M) mbarrier_arrive_remote(&empty[s], tid);
+      } else {
+        if (tid == 0) mbarrier_arrive(&empty[s]);
+      }
+    };
+
+    float acc[BN / 2];
+    Ring<STAGES> ring;
+    for (int t = blockIdx.x / CLUSTER_M; t < num_ctiles; t += num_clusters) {
+      const TileCoord tc = raster_grouped(t, ctiles_m, tiles_n, GROUP);
+      const int m0 = (tc.row * CLUSTER_M + rank) * BM;
+      const int n0 = tc.col * BN;
+      int prev = 0;
+      for (int kt = 0; kt < num_kt; ++kt) {
+        mbarrier_wait(&full[ring.stage], ring.phase);
+        begin_group(acc);
+        mma_ktile<T, BN>(acc, sA_addr + ring.stage * A_STAGE, sB_addr + ring.stage * B_STAGE, kt > 0);
+        end_group(acc);
+        cugemm_wgmma::wait_group<1>();
+        if (kt > 0) release(prev);
+        prev = ring.stage;
+        ring.advance();
+      }
+      cugemm_wgmma::wait_group<0>();
+      cugemm_wgmma::fence_operands(acc);
+      release(prev);
+
+      const int row0 = m0 + 64 * cw;  // the slab's first row
+      if constexpr (TMA_STORE) {
+#pragma unroll
+        for (int p = 0; p < PANELS; ++p) {
+          char* const box = boxes + (p & 1) * BOX;
+          if (tid == 0) tma_store_wait_read<1>();  // the store that last read this box is done reading
+          named_barrier_sync(1 + cw, 128);
+          stage_panel<T>(box, acc, p, w, g, t4);
+          fence_proxy_async_shared();              // the box is visible to the copy engine
+          named_barrier_sync(1 + cw, 128);
+          if (tid == 0) {
+            if (row0 < M && n0 + 64 * p < N) tma_store_2d(&tmap_c, box, n0 + 64 * p, row0);
+            tma_store_commit();  // a group even when empty: the wait above counts groups
+          }
+        }
+      } else {
+        store_slab<T>(c, acc, row0 + 16 * w + g, n0 + 2 * t4, M, N);
+      }
+    }
+    if constexpr (TMA_STORE) {
+      if (tid == 0) tma_store_wait<0>();  // the last stores have written C
+    }
+  }
+  __syncwarp();
+  if constexpr (CLUSTER_M > 1) {
+    cluster_sync();  // no block leaves while another may still multicast into it or arrive on it
+  }
+}

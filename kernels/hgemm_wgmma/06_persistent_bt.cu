@@ -1,0 +1,197 @@
+// cugemm/kernels/hgemm_wgmma/06_persistent_bt.cu: Hopper HGEMM rung 8, the persistent kernel of
+// rung 7 (04_persistent.cu) with the operand roles swapped: each consumer computes a slab of
+// C^T = B^T A^T, so the wide (N = 256) wgmma operand is the K-major A tile (sm_90a).
+//
+// C = A * B, T = half or __nv_bfloat16 in and out (row-major), fp32 accumulation, any M, N and K
+// multiples of 8 (16-byte rows); tails as in 04 (zero-filled boxes, bounded TMA stores).
+//
+// What this rung changes: which operand is which in the wgmma. With B row-major (K x N) one of the
+// two operands must be read N-major (transposed) by the tensor cores. Rung 7 gives each consumer a
+// 64 x 256 slab of C: wgmma m64n256k16 with A (64 rows, K-major) as the narrow operand and the
+// 256-column B tile (N-major, TRANS_B) as the wide one, which both consumers read in full for
+// every k16 step. Here the block tile is 256 (M) x 128 (N) and each consumer owns 64 columns of C:
+// wgmma m64n256k16 computes C^T's 64 x 256 slab, the narrow operand is B^T's 64 columns (the
+// N-major panel, TRANS_A) and the wide one the 256-row A tile, K-major as it is in memory (cuBLAS
+// computes row-major products in this orientation: column-major C^T = B^T A^T). The bytes each
+// wgmma reads and each K-tile copies are the same as in rung 7 (A 32 KB + B 16 KB per stage);
+// what moves is the transpose, onto the small operand. The clusters pair tiles side by side along
+// N, which share the A tile: each block copies half of it with multicast.
+// The epilogue transposes on its way out: stmatrix .trans stores each 8 x 8 matrix of the C^T
+// fragment transposed into the 128-byte-swizzled staging boxes (hgemm_wgmma.cuh:
+// stage_box_stmatrix<true>), which TMA stores write to C as in rung 7.
+//
+// Measured on an H100 SXM (2026-11-23, same-run % of cupy.matmul), 4096x4096x1024 / 4096^3 / 8192^3:
+//   CLUSTER_N = 2: 640 (100.1%) / 682 (91%) / 670 (99.7%) TFLOP/s (rung 7 in the same run: 642 /
+//                  684 / 651); an earlier run 640 (99.6%) / 701 (91%) / 667 (95%);
+//   CLUSTER_N = 1: 652 (101.9%) / 685 (92%) / 648 (96%); earlier 650 (101.2%) / 728 (94.5%) / 673 (96%).
+//   bf16: CLUSTER_N = 2 657 (100.4%) / 718 (92%) / 690 (99.5%); CLUSTER_N = 1 663 (101.3%) /
+//   754 (97%) / 670 (97%). Within the run-to-run spread of rung 7 at 4096^3; ahead at 8192^3 in
+//   one of two runs.
+//
+// Template parameters: STAGES, GROUP (tile rows per raster band), CLUSTER_N (1 or 2), T. Fixed:
+// BM = 256, BN = 128 (2 consumers x 64), BK = 64.
+// Launch: block = (384, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_N, 1, 1); dynamic shared
+//   memory hgemm_wgmma_persistent_bt_smem_bytes<...> = STAGES * 48 KB + 32 KB + 1024 bytes; extra
+//   kernel arguments: tensor maps of A (box {64, 256 / CLUSTER_N}), B (box {64, 64}) and C (box
+//   {64, 64}), 128-byte swizzled.
+// Preconditions: N % 8 == 0, K % 8 == 0; a, b, c 16-byte aligned; M * N, M * K, K * N < 2^31; sm_90a.
+#include "../lib/barrier.cuh"
+#include "../lib/raster.cuh"
+#include "../lib/swizzle.cuh"
+#include "../lib/tma.cuh"
+#include "hgemm_wgmma.cuh"
+
+template <int STAGES, int GROUP, int CLUSTER_N, class T>
+__device__ constexpr int hgemm_wgmma_persistent_bt_smem_bytes = STAGES * (256 + 128) * 128 + 4 * 64 * 128 + 1024;
+
+template <int STAGES, int GROUP, int CLUSTER_N, class T>
+__global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
+    hgemm_wgmma_persistent_bt(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N,
+                              int K, const __grid_constant__ TensorMap tmap_a,
+                              const __grid_constant__ TensorMap tmap_b, const __grid_constant__ TensorMap tmap_c) {
+  using namespace hgemm_wgmma;
+  constexpr int BM = 256, BN = 128;
+  constexpr int A_STAGE = BM * A_ROW_BYTES;           // 256 rows of 64 k
+  constexpr int B_STAGE = (BN / 64) * B_PANEL_BYTES;  // 2 panels of 64 columns x 64 k
+  constexpr int A_PART = BM / CLUSTER_N;              // A rows this block copies (multicast)
+  constexpr int BOX = 64 * 128;                       // one 64 x 64 staging box of C
+  constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+  static_assert(CLUSTER_N == 1 || CLUSTER_N == 2, "pairs of tiles at most");
+  static_assert(hgemm_wgmma_persistent_bt_smem_bytes<STAGES, GROUP, CLUSTER_N, T> ==
+                    STAGES * (A_STAGE + B_STAGE) + 4 * BOX + 1024,
+                "the declared dynamic shared memory is the ring, the staging boxes and the alignment slack");
+
+  extern __shared__ char smem_raw[];
+  char* const sA = align_1024(smem_raw);
+  char* const sB = sA + STAGES * A_STAGE;
+  char* const sC = sB + STAGES * B_STAGE;  // 2 boxes per consumer warpgroup
+  __shared__ alignas(8) unsigned long long full[STAGES], empty[STAGES];
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_map(&tmap_a);
+    tma_prefetch_map(&tmap_b);
+    tma_prefetch_map(&tmap_c);
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      mbarrier_init(&full[s], 1);
+      mbarrier_init(&empty[s], 2 * CLUSTER_N);
+    }
+    fence_mbarrier_init();
+  }
+  if constexpr (CLUSTER_N > 1) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
+
+  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+  const int ctiles_n = (tiles_n + CLUSTER_N - 1) / CLUSTER_N;  // columns of cluster tiles
+  const int num_ctiles = tiles_m * ctiles_n;
+  const int num_clusters = gridDim.x / CLUSTER_N;
+  const int rank = CLUSTER_N > 1 ? static_cast<int>(cluster_ctarank()) : 0;
+  const int num_kt = (K + BK - 1) / BK;
+
+  const int wg = warpgroup_index();
+  if (wg == 0) {
+    // ---- producer ------------------------------------------------------------------------------
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      Ring<STAGES> ring;
+      for (int t = blockIdx.x / CLUSTER_N; t < num_ctiles; t += num_clusters) {
+        const TileCoord tc = raster_grouped(t, tiles_m, ctiles_n, GROUP);
+        const int m0 = tc.row * BM;
+        const int n0 = (tc.col * CLUSTER_N + rank) * BN;
+        const int n_load = n0 < N ? n0 : tc.col * CLUSTER_N * BN;  // a block past N computes a copy
+        // Boxes wholly past M (A parts) or N (B panels) are not copied: their stale rows and
+        // columns only reach parts of C that are never stored. Both blocks agree on the A parts.
+        const int live_a = min(CLUSTER_N, (M - m0 + A_PART - 1) / A_PART);
+        const int live_b = min(BN / 64, (N - n_load + 63) / 64);
+        const unsigned tx = live_a * A_PART * A_ROW_BYTES + live_b * B_PANEL_BYTES;
+        for (int kt = 0; kt < num_kt; ++kt) {
+          const int s = ring.stage;
+          mbarrier_wait(&empty[s], ring.phase ^ 1);
+          mbarrier_arrive_expect_tx(&full[s], tx);
+          if constexpr (CLUSTER_N > 1) {
+            if (rank < live_a)
+              tma_load_2d_multicast(sA + s * A_STAGE + rank * A_PART * A_ROW_BYTES, &tmap_a, &full[s], kt * BK,
+                                    m0 + rank * A_PART, static_cast<unsigned short>((1u << CLUSTER_N) - 1));
+          } else {
+            tma_load_2d(sA + s * A_STAGE, &tmap_a, &full[s], kt * BK, m0);
+          }
+#pragma unroll
+          for (int p = 0; p < BN / 64; ++p)
+            if (p < live_b)
+              tma_load_2d(sB + s * B_STAGE + p * B_PANEL_BYTES, &tmap_b, &full[s], n_load + 64 * p, kt * BK);
+          ring.advance();
+        }
+      }
+    }
+  } else {
+    // ---- consumers -----------------------------------------------------------------------------
+    setmaxnreg_inc<CONSUMER_REGS>();
+    const int cw = wg - 1;  // C columns 64 cw .. 64 cw + 63 of the tile: B panel cw
+    const int tid = threadIdx.x & 127;
+    const int w = tid >> 5, lane = tid & 31;
+    const unsigned sA_addr = smem_addr(sA);
+    const unsigned sB_addr = smem_addr(sB) + cw * B_PANEL_BYTES;
+    const unsigned boxes = smem_addr(sC) + cw * 2 * BOX;
+    auto release = [&](int s) {
+      if constexpr (CLUSTER_N > 1) {
+        if (tid < CLUSTER_N) mbarrier_arrive_remote(&empty[s], tid);
+      } else {
+        if (tid == 0) mbarrier_arrive(&empty[s]);
+      }
+    };
+
+    float acc[128];  // C^T: acc[4j + 2h + e] = C(m0 + 8j + 2t + e, n0 + 64 cw + 16w + g + 8h)
+    Ring<STAGES> ring;
+    for (int t = blockIdx.x / CLUSTER_N; t < num_ctiles; t += num_clusters) {
+      const TileCoord tc = raster_grouped(t, tiles_m, ctiles_n, GROUP);
+      const int m0 = tc.row * BM;
+      const int n0 = (tc.col * CLUSTER_N + rank) * BN;
+      int prev = 0;
+      for (int kt = 0; kt < num_kt; ++kt) {
+        mbarrier_wait(&full[ring.stage], ring.phase);
+        begin_group(acc);
+        const unsigned a_stage = sA_addr + ring.stage * A_STAGE, b_stage = sB_addr + ring.stage * B_STAGE;
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+          // wgmma A operand: B^T's 64 columns (N-major panel, TRANS_A); B operand: the A tile (K-major)
+          cugemm_wgmma::wgmma_ss<T, 1, 0>(acc, cugemm_wgmma::make_desc_sw128_mn(b_stage + 2048 * kk, B_PANEL_BYTES),
+                                          cugemm_wgmma::make_desc_sw128(a_stage + 32 * kk),
+                                          (kt > 0 || kk > 0) ? 1 : 0);
+        }
+        end_group(acc);
+        cugemm_wgmma::wait_group<1>();
+        if (kt > 0) release(prev);
+        prev = ring.stage;
+        ring.advance();
+      }
+      cugemm_wgmma::wait_group<0>();
+      cugemm_wgmma::fence_operands(acc);
+      release(prev);
+
+      // ---- epilogue: four 64 x 64 boxes (rows m0 + 64q ..), transposed by stmatrix .trans ----
+      const int col0 = n0 + 64 * cw;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const unsigned box = boxes + (q & 1) * BOX;
+        if (tid == 0) tma_store_wait_read<1>();  // the store that last read this box is done reading
+        named_barrier_sync(1 + cw, 128);
+        stage_box_stmatrix<true, T>(box, acc, 8 * q, w, lane);
+        fence_proxy_async_shared();
+        named_barrier_sync(1 + cw, 128);
+        if (tid == 0) {
+          if (m0 + 64 * q < M && col0 < N)
+            tma_store_2d(&tmap_c, sC + cw * 2 * BOX + (q & 1) * BOX, col0, m0 + 64 * q);
+          tma_store_commit();  // a group even when empty: the wait above counts groups
+        }
+      }
+    }
+    if (tid == 0) tma_store_wait<0>();
+  }
+  __syncwarp();
+  if constexpr (CLUSTER_N > 1) {
+    cluster_sync();
+  }
+}
