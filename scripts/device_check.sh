@@ -111,7 +111,7 @@ PY
 fi
 if has peak; then
   step "TF32 instruction ceilings"
-  python3 scripts/tc_peak.py 2>&1 | tee "$out/tc_peak.txt"
+  python3 scripts/tc_peak.py --dtype all 2>&1 | tee "$out/tc_peak.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 exit $status
