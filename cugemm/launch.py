@@ -23,7 +23,7 @@ class Operand(NamedTuple):
 
     shape: tuple
     dtype: object        # cugemm.dtypes.DType or None
-    typestr: str         # the dtype as the array reports it (for messages)
+    typestr: object      # the dtype as the array reports it (a typestr or NumPy dtype: for messages)
     strides: tuple
     ptr: int
     readonly: bool
@@ -55,7 +55,8 @@ def describe(x, what: str, vname: str) -> Operand:
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(x, cupy.ndarray):
         # _c_contiguous / _f_contiguous: CuPy's own flags, read without building a flags object
-        return Operand(x.shape, dtypes.from_numpy(x.dtype), x.dtype.str, x.strides, x.data.ptr, False,
+        d = x.dtype
+        return Operand(x.shape, dtypes.from_numpy(d), d, x.strides, x.data.ptr, False,
                        x._c_contiguous, x._f_contiguous)
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is not None:
@@ -78,11 +79,12 @@ def describe(x, what: str, vname: str) -> Operand:
 def _dtype_name(op: Operand) -> str:
     if op.dtype is not None:
         return op.dtype.name
-    if np.dtype(op.typestr).kind == "V":
-        return (f"{op.typestr} (an unnamed {np.dtype(op.typestr).itemsize}-byte type: torch reports "
+    d = np.dtype(op.typestr)
+    if d.kind == "V":
+        return (f"{op.typestr} (an unnamed {d.itemsize}-byte type: torch reports "
                 "bfloat16 so through __cuda_array_interface__; pass the tensor itself or use "
                 "cupy.from_dlpack, which keep bfloat16)")
-    return np.dtype(op.typestr).name
+    return d.name
 
 
 def check_operands(v: Variant, A: Operand, B: Operand, O: Operand | None = None) -> tuple[int, int, int]:
@@ -224,7 +226,8 @@ def run(name, a, b, out=None):
 
     if out is None:
         out = cupy.empty((M, N), dtype=v.dt_out.numpy, order="F" if v.layout == "col" else "C")
-        O = describe(out, "out", v.name)
+        O = Operand((M, N), v.dt_out, "", out.strides, out.data.ptr, False, v.layout == "row",
+                    v.layout == "col")
     elif type(out) is not cupy.ndarray:
         out = _cupy_view(out, O)
     if M == 0 or N == 0:

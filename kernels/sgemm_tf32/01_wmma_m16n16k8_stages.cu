@@ -140,7 +140,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, wmma_tf32_min_blocks(F
   float* const sB = smem + STAGES * A_STAGE;  // STAGES x [BK][LDB]
 
   // SWIZZLE: bands of swizzle_stride / BN tile columns, each walked row by row (lib/raster.cuh)
-  unsigned bm = blockIdx.y, bn = blockIdx.x;
+  unsigned bm = blockIdx.y;
+  int bn = blockIdx.x;
   if (SWIZZLE) {
     const TileCoord t = block_tile_column_bands(swizzle_stride / BN);
     bm = t.row, bn = t.col;
@@ -154,9 +155,10 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, wmma_tf32_min_blocks(F
   const int warp_m = warp / WARPS_N;
   const int warp_n = warp % WARPS_N;
   // With SWIZZLE the tile coordinates are computed values, not blockIdx reads the epilogue can
-  // repeat for free: folding them into this warp's C offset now keeps one register live across the
-  // main loop instead of two (otherwise the 128x256x32 swizzle rung spills 16 bytes on sm_80).
-  const int c_off_swizzled = SWIZZLE ? (m0 + warp_m * WM) * N + n0 + warp_n * WN : 0;
+  // repeat for free: folded into this warp's C offset now, they keep one register live across the
+  // main loop instead of two (kept apart, the 128x256x32 swizzle rung spills 16 bytes on sm_80).
+  int c_off_swizzled = 0;
+  if constexpr (SWIZZLE) c_off_swizzled = (m0 + warp_m * WM) * N + n0 + warp_n * WN;
 
   // ---- global -> shared (cp.async, 16 bytes) ---------------------------------------------------
   const int a_row = tid / A_CPR, a_col = tid % A_CPR * 4;
@@ -234,7 +236,12 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, wmma_tf32_min_blocks(F
       });
 
   // ---- epilogue: fragment -> per-warp shared scratch -> 16-byte stores to C ---------------------
-  float* const c_warp = c + (SWIZZLE ? c_off_swizzled : (m0 + warp_m * WM) * N + n0 + warp_n * WN);
+  float* c_warp;  // this warp's C tile
+  if constexpr (SWIZZLE) {
+    c_warp = c + c_off_swizzled;
+  } else {
+    c_warp = c + (m0 + warp_m * WM) * N + n0 + warp_n * WN;
+  }
   cp_async_wait<0>();  // only empty groups can be left, but leave none
   __syncthreads();     // every warp is done with the ring: it becomes the scratch
   float* const scratch = smem + warp * SCRATCH;

@@ -98,7 +98,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
   float* const sB = smem + STAGES * A_STAGE;  // STAGES x [BK][LDB]
 
   // SWIZZLE: bands of swizzle_stride / BN tile columns, each walked row by row (lib/raster.cuh)
-  unsigned bm = blockIdx.y, bn = blockIdx.x;
+  unsigned bm = blockIdx.y;
+  int bn = blockIdx.x;
   if (SWIZZLE) {
     const TileCoord t = block_tile_column_bands(swizzle_stride / BN);
     bm = t.row, bn = t.col;
