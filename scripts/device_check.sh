@@ -2,7 +2,7 @@
 # Everything the GPU machine has to prove, in as few calls as the device allows:
 #   tests     cold/warm first-call times, the GPU tests, host overhead
 #   sanitize  compute-sanitizer memcheck and racecheck over every registered variant (or SANITIZE=GLOB)
-#   bench     the default benches (f32, f16, bf16, tf32), JSON written to results/
+#   bench     the default benches (f32, f16, bf16, tf32, or BENCH_DTYPES), JSON written to results/
 #   big       the *fast* tensor-core variants at 8192^3 and 4095x4104x1016 (f16, bf16, tf32)
 #   sweeps    seed-hgemm (f16) and seed-sgemm (f32, capped at 8192) with JSON and plots
 #   repeat    the f32 bench again (agreement within the reported spread)
@@ -56,7 +56,7 @@ fi
 
 if has bench; then
   step "bench"
-  for dt in f32 f16 bf16 tf32; do  # a bench that fails (or reports a wrong result) fails the check
+  for dt in ${BENCH_DTYPES:-f32 f16 bf16 tf32}; do  # a failing bench (a wrong result too) fails the check
     python3 bench.py --dtype $dt --m 4096 --n 4096 --k 1024 4096 --json results/$dt.json 2>&1 | tee "$out/bench_$dt.txt"
     rc=${PIPESTATUS[0]}; [ "$rc" -eq 0 ] || { echo "bench $dt: exit $rc"; status=1; }
   done
@@ -65,7 +65,7 @@ fi
 
 if has big; then
   step "tensor-core aliases (*fast*) at 8192^3 and an odd aligned shape"
-  for dt in f16 bf16 tf32; do
+  for dt in ${BENCH_DTYPES:-f16 bf16 tf32}; do
     python3 bench.py --dtype $dt --variants '*fast*' --shapes 8192x8192x8192,4095x4104x1016 \
       --json results/${dt}_big.json 2>&1 | tee "$out/bench_${dt}_big.txt"
     rc=${PIPESTATUS[0]}; [ "$rc" -eq 0 ] || { echo "bench $dt big: exit $rc"; status=1; }
