@@ -46,9 +46,10 @@ both are `_trunc` variants.
 Block swizzle rule (the notes' default, from their benchmark driver): swizzle_stride = N / 4 rounded
 down to a multiple of 256 (1024 for N = 4096, 2048 for N = 8192); when that is under 256 there is
 one band (stride = N rounded up to BN: no swizzle). The blocks walk C in bands of swizzle_stride
-columns, each band row by row (kernels/lib/raster.cuh); the last band may be narrower. The stride
-goes to the kernel as a 7th int argument (args_fn); variants without swizzle pass 0, which the
-kernel ignores.
+columns, each band row by row (kernels/lib/raster.cuh, block_tile_column_bands): the grid is
+(stride / BN, M / BM, ceil(N / stride)), which CUDA starts in that order; blocks past column N (the
+last band may be narrower) return at once. The stride goes to the kernel as a 7th int argument
+(args_fn); variants without swizzle pass 0, which the kernel ignores.
 
 Measured on an H200 (CuPy 14.2, CUDA 13, 2026-11-22 03:59 UTC, results/tf32.json), 4096^3 /
 4096x4096x1024, cupy.matmul TF32 401.9 / 321.0 TFLOP/s in the same run: notes' rungs 60-67 / 58-65,
@@ -81,6 +82,12 @@ def swizzle_stride(v: Variant, N: int) -> int:
     return stride
 
 
+def _swizzle_grid(v: Variant, M: int, N: int, K: int, dev) -> tuple:
+    bm, bn = v.tile[0], v.tile[1]
+    stride = swizzle_stride(v, N)
+    return (stride // bn, -(-M // bm), -(-N // stride))
+
+
 def _swizzle_args(v: Variant, A, B, C, M: int, N: int, K: int) -> tuple:
     return (np.int32(swizzle_stride(v, N)),)
 
@@ -104,6 +111,7 @@ def _wmma_tf32(name, *, WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK=8, STAGES, A_PAD=
         tile=(BM, BN, BK), block=(32 * WARPS_M * WARPS_N, 1, 1),
         multiple_of=(BM, BN, BK), align=16, archs=archs_for_smem(smem if DSMEM else 0),
         smem_dynamic=smem if DSMEM else 0, seed="003", doc=doc,
+        grid_fn=_swizzle_grid if SWIZZLE else None,
         args_fn=_swizzle_args if SWIZZLE else _no_swizzle_args, **TF32, **kw)
 
 
@@ -123,7 +131,8 @@ def _mma_tf32(name, *, WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK, STAGES, A_PAD=4, 
                 ("B_PAD", B_PAD), ("SWIZZLE", SWIZZLE), ("ROUND", ROUND)),
         tile=(BM, BN, BK), block=(32 * WARPS_M * WARPS_N, 1, 1),
         multiple_of=(BM, BN, BK), align=16, archs=archs_for_smem(smem), smem_dynamic=smem,
-        seed="003", doc=doc, args_fn=_swizzle_args if SWIZZLE else _no_swizzle_args,
+        seed="003", doc=doc, grid_fn=_swizzle_grid if SWIZZLE else None,
+        args_fn=_swizzle_args if SWIZZLE else _no_swizzle_args,
         **dict(TF32, math="mma"), **kw)
 
 

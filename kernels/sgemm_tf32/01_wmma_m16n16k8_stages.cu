@@ -30,9 +30,10 @@
 //     static limit: the JIT raises cudaFuncAttributeMaxDynamicSharedMemorySize from
 //     Variant.smem_dynamic. Without DSMEM it is a static array (at most 48 KB).
 //  7. SWIZZLE (block swizzle): the blocks walk C in bands of swizzle_stride columns, each band
-//     row by row (lib/raster.cuh, raster_grouped over tile columns), so blocks that run at the
-//     same time share the same few B column panels and consecutive A row panels in L2. Without
-//     SWIZZLE the stride argument is ignored.
+//     row by row (lib/raster.cuh, block_tile_column_bands: the launch grid is (column inside the
+//     band, block row, band), which CUDA starts x fastest, then y, then z), so blocks that run at
+//     the same time share the same few B column panels and consecutive A row panels in L2.
+//     Without SWIZZLE the stride argument is ignored.
 //  8. Epilogue through shared memory: each accumulator fragment is stored (store_matrix_sync) to
 //     a per-warp 16 x 20 float scratch, then written to C as 16-byte stores, so C needs only the
 //     16-byte alignment of the shape rules (wmma stores to global would need 32).
@@ -62,10 +63,11 @@
 // Launch: block = (WARPS_M * WARPS_N * 32, 1, 1). Shared memory:
 //   STAGES * (BM * (BK + A_PAD) + BK * (BN + B_PAD)) * 4 bytes, dynamic when DSMEM (pass it at
 //   launch, raise the attribute above 48 KB), else static.
-//   grid: (N / BN, M / BM, 1). swizzle_stride: with SWIZZLE a positive multiple of BN (the last
-//     band may be narrower), else ignored (pass 0). The stride rule is the family's
-//     (cugemm/families/sgemm_tf32.py): the notes' N / 4 rounded down to a multiple of 256, or one
-//     band (no swizzle) when that is under 256.
+//   grid, !SWIZZLE: (N / BN, M / BM, 1); swizzle_stride is ignored (pass 0).
+//   grid,  SWIZZLE: (swizzle_stride / BN, M / BM, ceil(N / swizzle_stride)), with swizzle_stride a
+//     positive multiple of BN; blocks past column N (last band narrower) return at once. The
+//     stride rule is the family's (cugemm/families/sgemm_tf32.py): the notes' N / 4 rounded down
+//     to a multiple of 256, or one band (no swizzle) when that is under 256.
 //
 // Preconditions (checked by the caller): M % BM == 0, N % BN == 0, K % BK == 0, K >= BK; a, b, c
 // 16-byte aligned (then every row of A, B and C is, as K and N are multiples of 4); M * K, K * N,
@@ -139,26 +141,21 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, wmma_tf32_min_blocks(F
   float* const sA = smem;                     // STAGES x [BM][LDA]
   float* const sB = smem + STAGES * A_STAGE;  // STAGES x [BK][LDB]
 
-  // SWIZZLE: bands of swizzle_stride / BN tile columns, each walked row by row (lib/raster.cuh)
-  unsigned bm = blockIdx.y;
-  int bn = blockIdx.x;
+  // SWIZZLE: bands of swizzle_stride / BN tile columns, each walked row by row; the launch grid
+  // (swizzle_stride / BN, M / BM, bands) does the dividing (lib/raster.cuh)
+  int bx = blockIdx.x;
   if (SWIZZLE) {
-    const TileCoord t = block_tile_column_bands(swizzle_stride / BN);
-    bm = t.row, bn = t.col;
+    bx = block_tile_column_bands().col;
+    if (bx * BN >= N) return;  // the last band is narrower than the stride
   }
-  const int m0 = bm * BM;
-  const int n0 = bn * BN;
+  const int m0 = blockIdx.y * BM;
+  const int n0 = bx * BN;
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   const int warp_m = warp / WARPS_N;
   const int warp_n = warp % WARPS_N;
-  // With SWIZZLE the tile coordinates are computed values, not blockIdx reads the epilogue can
-  // repeat for free: folded into this warp's C offset now, they keep one register live across the
-  // main loop instead of two (kept apart, the 128x256x32 swizzle rung spills 16 bytes on sm_80).
-  int c_off_swizzled = 0;
-  if constexpr (SWIZZLE) c_off_swizzled = (m0 + warp_m * WM) * N + n0 + warp_n * WN;
 
   // ---- global -> shared (cp.async, 16 bytes) ---------------------------------------------------
   const int a_row = tid / A_CPR, a_col = tid % A_CPR * 4;
@@ -236,12 +233,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, wmma_tf32_min_blocks(F
       });
 
   // ---- epilogue: fragment -> per-warp shared scratch -> 16-byte stores to C ---------------------
-  float* c_warp;  // this warp's C tile
-  if constexpr (SWIZZLE) {
-    c_warp = c + c_off_swizzled;
-  } else {
-    c_warp = c + (m0 + warp_m * WM) * N + n0 + warp_n * WN;
-  }
+  float* const c_warp = c + (m0 + warp_m * WM) * N + n0 + warp_n * WN;
   cp_async_wait<0>();  // only empty groups can be left, but leave none
   __syncthreads();     // every warp is done with the ring: it becomes the scratch
   float* const scratch = smem + warp * SCRATCH;

@@ -42,7 +42,8 @@
 //
 // Launch: block = (WARPS_M * WARPS_N * 32, 1, 1); dynamic shared memory
 //   STAGES * (BM * (BK + A_PAD) + BK * (BN + B_PAD)) * 4 bytes (raise the attribute above 48 KB);
-//   grid as in 01: (N / BN, M / BM, 1); swizzle_stride as in 01.
+//   grid as in 01: (N / BN, M / BM, 1), or with SWIZZLE (swizzle_stride / BN, M / BM,
+//   ceil(N / swizzle_stride)) for a swizzle_stride that is a positive multiple of BN.
 //
 // Preconditions (checked by the caller): M % BM == 0, N % BN == 0, K % BK == 0, K >= BK; a, b, c
 // 16-byte aligned; M * K, K * N, M * N < 2^31. Needs sm_80+ (cp.async, ldmatrix, mma tf32).
@@ -97,15 +98,15 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
   float* const sA = smem;                     // STAGES x [BM][LDA]
   float* const sB = smem + STAGES * A_STAGE;  // STAGES x [BK][LDB]
 
-  // SWIZZLE: bands of swizzle_stride / BN tile columns, each walked row by row (lib/raster.cuh)
-  unsigned bm = blockIdx.y;
-  int bn = blockIdx.x;
+  // SWIZZLE: bands of swizzle_stride / BN tile columns, each walked row by row; the launch grid
+  // (swizzle_stride / BN, M / BM, bands) does the dividing (lib/raster.cuh)
+  int bx = blockIdx.x;
   if (SWIZZLE) {
-    const TileCoord t = block_tile_column_bands(swizzle_stride / BN);
-    bm = t.row, bn = t.col;
+    bx = block_tile_column_bands().col;
+    if (bx * BN >= N) return;  // the last band is narrower than the stride
   }
-  const int m0 = bm * BM;
-  const int n0 = bn * BN;
+  const int m0 = blockIdx.y * BM;
+  const int n0 = bx * BN;
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
