@@ -164,9 +164,41 @@ def results_markdown(data: dict, rows: list[Row], source: str) -> str:
     return "\n".join(lines)
 
 
+# families whose ladder README shows rung by rung, with each rung's gain over the one above it
+LADDER_FAMILIES = ("hgemm_mma", "hgemm_wgmma")
+
+
+def ladder_markdown(rows: list[Row], prefix: str) -> str:
+    """The rungs of one family (variants named prefix...) in ladder order: TFLOP/s, % of cupy.matmul
+    and the gain over the rung listed above it, per shape."""
+    shapes = list(dict.fromkeys((r.M, r.N, r.K) for r in rows))
+    names = [n for n in dict.fromkeys(r.variant for r in rows) if n.startswith(prefix)]
+    if not names:
+        return ""
+    by = {(r.variant, r.M, r.N, r.K): r for r in rows}
+    head = ["rung"] + [f"{m}x{n}x{k}: TFLOP/s (% cuBLAS), gain" for m, n, k in shapes]
+    lines = [f"Ladder of `{prefix}` ({rows[0].dtype}), each rung against the one above it:", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    prev = {}
+    for n in names:
+        cells = []
+        for s in shapes:
+            r = by.get((n, *s))
+            if r is None or not r.timed:
+                cells.append(r.label.split(":")[0] if r else "")
+                continue
+            gain = f", {100 * (r.tflops / prev[s] - 1):+.0f}%" if s in prev else ""
+            cells.append(f"{r.tflops:.1f} ({r.pct:.0f}%){gain}")
+            prev[s] = r.tflops
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def readme_block(paths: list[str]) -> str:
     parts = []
     for p in paths:
         data, rows = read_json(p)
         parts.append(results_markdown(data, rows, p))
+        if "--variants" not in data["command"]:  # the ladders of the full benches
+            parts += [t for t in (ladder_markdown(rows, f) for f in LADDER_FAMILIES) if t]
     return README_BEGIN + "\n" + "\n\n".join(parts) + "\n" + README_END
