@@ -105,13 +105,5 @@ hgemm_mma_warp_tile(const T* __restrict__ a, const T* __restrict__ b, T* __restr
   }
 
   // C straight from the accumulators: one 32-bit store per lane and row (rows g and g + 8)
-  T* c_lane = c + (m0 + wm0 + g) * N + n0 + wn0 + 2 * t;
-#pragma unroll
-  for (int i = 0; i < FRAGS_M; ++i)
-#pragma unroll
-    for (int j = 0; j < FRAGS_N; ++j) {
-      T* p = c_lane + i * 16 * N + j * 8;
-      *reinterpret_cast<unsigned*>(p) = pack2<T>(acc[i][j][0], acc[i][j][1]);
-      *reinterpret_cast<unsigned*>(p + 8 * N) = pack2<T>(acc[i][j][2], acc[i][j][3]);
-    }
+  store_acc_pairs(c + (m0 + wm0) * N + n0 + wn0, N, acc, lane);
 }

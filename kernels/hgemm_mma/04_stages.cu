@@ -123,13 +123,5 @@ hgemm_mma_stages(const T* __restrict__ a, const T* __restrict__ b, T* __restrict
     rd = rd + 1 == STAGES ? 0 : rd + 1;
   }
 
-  T* c_lane = c + (m0 + wm0 + g) * N + n0 + wn0 + 2 * t;
-#pragma unroll
-  for (int i = 0; i < FRAGS_M; ++i)
-#pragma unroll
-    for (int j = 0; j < FRAGS_N; ++j) {
-      T* p = c_lane + i * 16 * N + j * 8;
-      *reinterpret_cast<unsigned*>(p) = pack2<T>(acc[i][j][0], acc[i][j][1]);
-      *reinterpret_cast<unsigned*>(p + 8 * N) = pack2<T>(acc[i][j][2], acc[i][j][3]);
-    }
+  store_acc_pairs(c + (m0 + wm0) * N + n0 + wn0, N, acc, lane);
 }

@@ -116,6 +116,22 @@ CUGEMM_DEVICE unsigned pack2<__nv_bfloat16>(float lo, float hi) {
   return *reinterpret_cast<const unsigned*>(&h);
 }
 
+// A warp's FM x FN m16n8 fp32 accumulator tiles (acc[i][j][0..3], the mma.sync C fragment) straight
+// to a 16-bit T matrix C of row stride ld, tile (i, j) at rows 16 i, columns 8 j from c_warp: lane
+// (g, t) writes its two pairs of each tile (rows g and g + 8, columns 2t and 2t + 1) as 4-byte stores.
+template <class T, int FM, int FN>
+CUGEMM_DEVICE void store_acc_pairs(T* c_warp, int ld, const float (&acc)[FM][FN][4], int lane) {
+  T* const c_lane = c_warp + (lane >> 2) * ld + 2 * (lane & 3);
+#pragma unroll
+  for (int i = 0; i < FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j) {
+      T* p = c_lane + i * 16 * ld + j * 8;
+      *reinterpret_cast<unsigned*>(p) = pack2<T>(acc[i][j][0], acc[i][j][1]);
+      *reinterpret_cast<unsigned*>(p + 8 * ld) = pack2<T>(acc[i][j][2], acc[i][j][3]);
+    }
+}
+
 // float32 bits -> TF32 bits, round to nearest, ties away from zero (cvt.rna; what
 // wmma::__float_to_tf32 does and what cuBLAS TF32 matches)
 CUGEMM_DEVICE unsigned f32_to_tf32(unsigned x) {
