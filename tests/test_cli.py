@@ -93,3 +93,31 @@ def test_scripts_have_help(script):
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / script), "--help"], capture_output=True,
                        text=True, env={**os.environ, "CUPY_TF32": "1"})
     assert r.returncode == 0 and "usage:" in r.stdout, r.stderr
+
+
+def test_device_check_fails_when_a_bench_fails(tmp_path):
+    """scripts/device_check.sh reports a failing bench in its exit status (here: no GPU, so the
+    bench exits 2 and the check exits 1 instead of 0)."""
+    if cugemm.toolkit.have_gpu():
+        pytest.skip("this machine has a GPU: the bench would pass")
+    r = subprocess.run(["bash", "scripts/device_check.sh", "bench"], cwd=ROOT, capture_output=True, text=True,
+                       env={**os.environ, "OUT": str(tmp_path), "BENCH_DTYPES": "f32"}, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "bench f32: exit 2" in r.stdout
+
+
+def test_compile_warms_cupy_cache_for_this_gpu(monkeypatch):
+    """On a GPU machine, compile() also loads each variant compiled for the GPU's own chip through
+    CuPy (the path cugemm.run takes), which fills CuPy's disk cache; other chips are left alone."""
+    from cugemm import jit, toolkit
+
+    loaded = []
+    monkeypatch.setattr(toolkit, "have_gpu", lambda: True)
+    monkeypatch.setattr(toolkit, "device_cc", lambda: 89)
+    monkeypatch.setattr(jit, "get_function", lambda v, device_id=None: loaded.append(v.name))
+    cugemm.compile("sgemm_naive_f32", arch="sm_89")
+    assert loaded == ["sgemm_naive_f32"]
+    cugemm.compile("sgemm_naive_f32", arch="sm_90")
+    assert loaded == ["sgemm_naive_f32"]  # not this GPU's chip: nothing loaded
+    cugemm.compile("sgemm_naive_f32", arch="sm_89", warm=False)
+    assert loaded == ["sgemm_naive_f32"]

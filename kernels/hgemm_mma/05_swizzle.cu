@@ -92,7 +92,7 @@ hgemm_mma_swizzle(const T* __restrict__ a, const T* __restrict__ b, T* __restric
   using namespace hgemm_mma;
   using Ops = Operands<WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK, STAGES, EDGE, T>;
   constexpr int NT = Ops::NT, BM = Ops::BM, BN = Ops::BN, KSTEPS = Ops::KSTEPS;
-  static_assert(!F16ACC || IsHalf<T>::value, "fp16 accumulation takes fp16 inputs");
+  static_assert(!F16ACC || !IsBf16<T>::value, "fp16 accumulation takes fp16 inputs");
   static_assert(!EDGE || EPI, "the edge rung stores C through the shared-memory epilogue");
   static_assert(hgemm_mma_swizzle_smem_bytes<WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK, STAGES, GROUP, RBUF,
                                              EPI, EDGE, F16ACC, T> ==

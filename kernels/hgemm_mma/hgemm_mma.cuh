@@ -19,9 +19,6 @@
 
 namespace hgemm_mma {
 
-template <class T> struct IsHalf { static constexpr bool value = false; };
-template <> struct IsHalf<half> { static constexpr bool value = true; };
-
 // The accumulators of one 16 x 8 mma tile: four fp32 (rows g and g + 8, columns 2t and 2t + 1), or
 // with F16ACC the same four values as two packed fp16 pairs. lo() / hi(): the row-g / row-(g + 8)
 // pair as two 16-bit T, what C and stmatrix take.

@@ -65,6 +65,10 @@ CUGEMM_DEVICE void stmatrix_x4_trans(unsigned addr, const unsigned (&r)[4]) {
 }
 #endif
 
+// Which 16-bit element type T is: the PTX type names differ (.f16 / .bf16), nothing else.
+template <class T> struct IsBf16 { static constexpr bool value = false; };
+template <> struct IsBf16<__nv_bfloat16> { static constexpr bool value = true; };
+
 // ---- mma.sync ----------------------------------------------------------------------------------
 // d += a * b, 16 x 8 x 16, T = half or __nv_bfloat16 inputs, fp32 accumulators
 template <class T>

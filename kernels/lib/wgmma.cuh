@@ -16,6 +16,7 @@
 #include <cuda_fp16.h>
 
 #include "core.cuh"
+#include "mma.cuh"
 
 namespace cugemm_wgmma {
 
@@ -140,9 +141,7 @@ __device__ __forceinline__ void fence_operands(float (&d)[N]) {
 CUGEMM_WGMMA_TF32_RS(128, 64, "%64", "%65", "%66", "%67", "%68", "%69")
 CUGEMM_WGMMA_TF32_RS(256, 128, "%128", "%129", "%130", "%131", "%132", "%133")
 
-// 16-bit element types: T = half or __nv_bfloat16.
-template <class T> struct IsBf16 { static constexpr bool value = false; };
-template <> struct IsBf16<__nv_bfloat16> { static constexpr bool value = true; };
+// 16-bit element types: T = half or __nv_bfloat16 (IsBf16: lib/mma.cuh).
 
 // d (+)= A * B, wgmma m64nNk16 .f32.{f16,bf16}: A (64 x 16) and B (16 x N) both from shared memory
 // (descriptors desc_a, desc_b); scale_d = 0 overwrites d (d = A * B), 1 accumulates. TRANS_A /
