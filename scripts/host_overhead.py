@@ -2,9 +2,10 @@
 """Steady-state host overhead of cugemm.run against cupy.matmul on a small product.
 
 Each call is made N times back to back after a warm-up. `host` is the wall time per call taken
-before the final synchronize: the Python and launch cost, as long as the GPU keeps up, i.e. as long
-as one call's kernel time (`gpu`, CuPy events, median) is shorter. A row where the kernel is the
-longer of the two measures the GPU, not the host, and says so.
+before the final synchronize: the Python and launch cost. `kernel` is one call's GPU time (CuPy
+events, median). Where the kernel is the longer, the launches queue up ahead of the GPU; the host
+figure stays the host's own as long as N calls fit in the launch queue (about a thousand), and the
+row says so.
 
     python scripts/host_overhead.py [--variant NAME] [--size S] [--n 500]
 """
@@ -67,7 +68,7 @@ def main():
     print(f"host overhead at {M}x{N}x{K} {v.dtype_in}, variant {v.name}, {args.n} calls each")
     for name, fn in rows:
         host, gpu = per_call_us(fn, args.n), gpu_us(fn)
-        note = "" if gpu < host else "  (GPU-bound: the kernel is longer than the host work)"
+        note = "" if gpu < host else "  (the launches queued ahead of the GPU)"
         print(f"  {name:34s} host {host:7.1f} us/call   kernel {gpu:7.1f} us{note}")
 
 
