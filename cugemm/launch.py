@@ -98,7 +98,7 @@ def check_operands(v: Variant, A: Operand, B: Operand, O: Operand | None = None)
     (M, K), (K2, N) = A.shape, B.shape
     if K != K2:
         raise ValueError(f"{v.name}: inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
-    ops = [("A", A), ("B", B)]
+    ops = [("A", A, v.a_layout, v.align), ("B", B, v.b_layout, v.align)]
     if O is not None:
         if O.dtype is not v.dt_out:
             raise TypeError(f"{v.name}: out has dtype {_dtype_name(O)}, the variant writes {v.dtype_out}")
@@ -106,26 +106,58 @@ def check_operands(v: Variant, A: Operand, B: Operand, O: Operand | None = None)
             raise ValueError(f"{v.name}: out has shape {tuple(O.shape)}, expected {(M, N)}")
         if O.readonly:
             raise ValueError(f"{v.name}: out is read-only")
-        end = O.ptr + M * N * v.dt_out.itemsize
+        o_lo, o_hi = _extent(O, v.dt_out.itemsize)
         for what, op in (("A", A), ("B", B)):
-            size = op.shape[0] * op.shape[1] * v.dt_in.itemsize
-            if M * N and size and O.ptr < op.ptr + size and op.ptr < end:
+            lo, hi = _extent(op, v.dt_in.itemsize)
+            if M * N and hi > lo and o_lo < hi and lo < o_hi:
                 raise ValueError(f"{v.name}: out overlaps {what}; the kernel would read what it overwrites")
-        ops.append(("out", O))
+        ops.append(("out", O, v.layout, v.c_align))
     if M and N and K:
-        for what, op in ops:
-            if v.layout == "row" and not op.c_contiguous:
-                raise ValueError(f"{v.name}: {what} must be C-contiguous (row-major); "
-                                 "make a contiguous copy first (cupy.ascontiguousarray)")
-            if v.layout == "col" and not op.f_contiguous:
-                raise ValueError(f"{v.name}: {what} must be F-contiguous (column-major): this variant "
-                                 "takes column-major matrices (cupy.asfortranarray)")
-            if op.ptr % v.align:
-                raise ValueError(f"{v.name}: {what} data pointer {op.ptr:#x} is not {v.align}-byte "
+        for what, op, layout, align in ops:
+            rule = _layout_rule(v, op, layout, align, (v.dt_out if what == "out" else v.dt_in).itemsize)
+            if rule:
+                raise ValueError(f"{v.name}: {what} {rule}")
+            if op.ptr % align:
+                raise ValueError(f"{v.name}: {what} data pointer {op.ptr:#x} is not {align}-byte "
                                  f"aligned (rule: the kernel's vector loads need it); copy it to a "
                                  "fresh array or use an any-shape variant")
     v.check_shape(M, N, K)
     return M, N, K
+
+
+def _extent(op: Operand, itemsize: int) -> tuple[int, int]:
+    """[first, last) byte addresses a 2-D operand spans (strides may be any non-negative values)."""
+    if not all(op.shape):
+        return op.ptr, op.ptr
+    return op.ptr, op.ptr + sum((d - 1) * abs(s) for d, s in zip(op.shape, op.strides)) + itemsize
+
+
+def _layout_rule(v: Variant, op: Operand, layout: str, align: int, itemsize: int) -> str:
+    """'' when `op` (2-D, strides in bytes) is laid out as the kernel reads it, else the broken rule.
+
+    'row': elements of a row adjacent (stride[1] == itemsize), rows `ld` bytes apart; 'col': the
+    same with rows and columns swapped. ld must be the dense one unless the variant is `strided`,
+    which takes any ld of at least a row that is a multiple of `align` bytes."""
+    rows, cols = op.shape
+    if layout == "row":
+        inner, outer, span, lines = op.strides[1], op.strides[0], cols, rows
+        kind, fix = "row-major", "cupy.ascontiguousarray"
+    else:
+        inner, outer, span, lines = op.strides[0], op.strides[1], rows, cols
+        kind, fix = "column-major", "cupy.asfortranarray"
+    dense = span * itemsize
+    if (span <= 1 or inner == itemsize) and (lines <= 1 or outer == dense):
+        return ""
+    if not v.strided:
+        contig = "C-contiguous" if layout == "row" else "F-contiguous"
+        return f"must be {contig} ({kind}, dense); make a copy first ({fix})"
+    if span > 1 and inner != itemsize:
+        return f"must be {kind} with adjacent elements ({'stride[1]' if layout == 'row' else 'stride[0]'} " \
+               f"== {itemsize} bytes), got strides {op.strides}; make a copy first ({fix})"
+    if outer < dense or outer % align:
+        return (f"leading dimension of {outer} bytes breaks the rule: at least {dense} bytes (one "
+                f"{'row' if layout == 'row' else 'column'}) and a multiple of {align}")
+    return ""
 
 
 def check_inputs(v: Variant, a, b, out=None) -> tuple[int, int, int]:
@@ -221,7 +253,7 @@ def run(name, a, b, out=None):
     A, B = describe(a, "A", v.name), describe(b, "B", v.name)
     O = None if out is None else describe(out, "out", v.name)
     M, N, K = check_operands(v, A, B, O)
-    dev = _cuda_device()
+    _cuda_device()
     import cupy
 
     if out is None:
@@ -230,11 +262,20 @@ def run(name, a, b, out=None):
                     v.layout == "col")
     elif type(out) is not cupy.ndarray:
         out = _cupy_view(out, O)
+    return launch(v, a, b, out, A, B, O, M, N, K)
+
+
+def launch(v: Variant, a, b, out, A: Operand, B: Operand, O: Operand, M: int, N: int, K: int):
+    """Launch `v` on operands already checked (check_operands) and described (A, B, O); `out` a
+    cupy.ndarray. The first launch on a device checks the fit and loads the kernel."""
+    import cupy
+
     if M == 0 or N == 0:
         return out
-    if K == 0:
-        out.data.memset_async(0, M * N * v.dt_out.itemsize)
+    if K == 0:  # an empty sum: zeros (through an integer view: CuPy may not fill bfloat16)
+        out.view(cupy.uint16 if v.dt_out.itemsize == 2 else cupy.uint32)[...] = 0
         return out
+    dev = cupy.cuda.runtime.getDevice()
     plan = v._launch.get(dev)
     if plan is None:  # first launch of this variant on this device: check the fit, load the kernel
         info = device_info(dev)
@@ -248,7 +289,8 @@ def run(name, a, b, out=None):
         if len(grids) > 4096:  # a bounded memo of the shapes this variant ran on
             grids.clear()
         grid = grids[(M, N, K)] = v.grid(M, N, K, info)
-    # CuPy arrays go as themselves (CuPy reads their pointers in C), others as raw addresses
+    # CuPy arrays go as themselves (CuPy reads their pointers in C), others as raw addresses; a
+    # strided variant gets raw addresses too (CuPy would pass a view's pointer the same way)
     args = (a if type(a) is cupy.ndarray else np.uint64(A.ptr),
             b if type(b) is cupy.ndarray else np.uint64(B.ptr),
             out, np.int32(M), np.int32(N), np.int32(K))

@@ -52,6 +52,15 @@ class Variant:
     math_dtype  what the multiplies see, when it differs from dtype_in: 'tfloat32' for TF32 tensor-core
                 variants of float32 inputs; '' means dtype_in. Tolerances are keyed on it.
     layout      'row' (A, B and C row-major, C-contiguous) or 'col' (all three column-major)
+    a_layout, b_layout  how the kernel reads A (M x K) and B (K x N) when it differs from `layout`:
+                'row' (rows contiguous) or 'col' (columns contiguous: A 'col' is the transposed view
+                x.T of a row-major K x M array, B 'col' the W.T of a row-major N x K weight); ''
+                means `layout`. C is always in `layout`.
+    strided     the kernel takes any leading dimension (row stride of a 'row' operand, column stride
+                of a 'col' one) for A, B and C, each a multiple of `align` bytes (C: `c_align`); TMA
+                kernels find them in their tensor maps, others get them from args_fn. False: dense.
+    c_align     bytes C's pointer and leading dimension must be aligned to; 0 means `align`
+    max_m       the largest M the kernel takes (0: no limit), for kernels built for skinny products
     multiple_of (M, N, K) multiples the kernel requires; 1 means any size
     align       bytes each operand's base pointer must be aligned to (16 for 16-byte access)
     archs       the compile targets it claims ('sm_80', 'sm_90', 'sm_90a'); CI compiles each one
@@ -84,6 +93,11 @@ class Variant:
     dtype_acc: str
     math: str
     layout: str = "row"
+    a_layout: str = ""
+    b_layout: str = ""
+    strided: bool = False
+    c_align: int = 0
+    max_m: int = 0
     math_dtype: str = ""
     multiple_of: tuple = (1, 1, 1)
     align: int = 4
@@ -112,8 +126,12 @@ class Variant:
         set_(self, "dt_out", dtypes.get(self.dtype_out))
         # what NVRTC instantiates, e.g. 'sgemm_t_8x8_sliced_k_f32x4_bcf_dbuf<128, 128, 8, 8, 8, 0>'
         set_(self, "name_expression", self.template_expression(self.template))
-        if self.layout not in ("row", "col"):
-            raise ValueError(f"{self.name}: layout must be 'row' or 'col', not {self.layout!r}")
+        for attr in ("layout", "a_layout", "b_layout"):
+            if getattr(self, attr) not in ("row", "col", "") or not self.layout:
+                raise ValueError(f"{self.name}: {attr} must be 'row' or 'col', not {getattr(self, attr)!r}")
+        set_(self, "a_layout", self.a_layout or self.layout)
+        set_(self, "b_layout", self.b_layout or self.layout)
+        set_(self, "c_align", self.c_align or self.align)
         if not self.archs:
             raise ValueError(f"{self.name}: claims no arch")
         claims = [_arch.parse(a) for a in self.archs]
@@ -176,6 +194,9 @@ class Variant:
                 raise ValueError(f"{self.name}: {dim}={value!r} must be a non-negative integer")
             if value < 0:
                 raise ValueError(f"{self.name}: {dim}={value!r} must be a non-negative integer")
+        if self.max_m and M > self.max_m:
+            raise ValueError(f"{self.name}: M={M} is over {self.max_m} (rule: M <= {self.max_m}, a kernel for "
+                             "skinny products; use a variant for general shapes)")
         if self.multiple_of != (1, 1, 1):
             for dim, value, mult, size in zip("MNK", (M, N, K), self.multiple_of, self.tile):
                 if mult > 1 and value % mult:
