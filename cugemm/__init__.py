@@ -3,9 +3,10 @@
     import cupy, cugemm
     a = cupy.random.randn(4096, 1024, dtype=cupy.float32)
     b = cupy.random.randn(1024, 4096, dtype=cupy.float32)
-    c = cugemm.run("sgemm_t_8x8_sliced_k16_f32x4_bcf_dbuf", a, b)
+    c = cugemm.matmul(a, b)                                   # the fastest kernel that computes it
+    c = cugemm.run("sgemm_t_8x8_sliced_k16_f32x4_bcf_dbuf", a, b)  # one named variant
 
-Public API: run, variants, get_variant, compile, compile_plan, compile_source, Variant,
+Public API: matmul, explain, tune, run, variants, get_variant, compile, compile_plan, compile_source, Variant,
 CompileError, CompileReport, and the element types float32, tfloat32, float16, bfloat16.
 """
 from __future__ import annotations
@@ -19,10 +20,11 @@ from .dtypes import FLOAT32 as float32
 from .dtypes import TFLOAT32 as tfloat32
 from .jit import CompileError, CompileReport, compile_source
 from .launch import run
+from .dispatch import explain, matmul, tune
 from .registry import get_variant, variants
 from .variant import Variant
 
-__all__ = ["run", "variants", "get_variant", "compile", "compile_plan", "compile_source", "warm_cache", "Variant",
+__all__ = ["matmul", "explain", "tune", "run", "variants", "get_variant", "compile", "compile_plan", "compile_source", "warm_cache", "Variant",
            "CompileError", "CompileReport", "float32", "tfloat32", "float16", "bfloat16"]
 __version__ = "0.2.0"
 

@@ -1,4 +1,4 @@
-"""The command line: python -m cugemm (or the `cugemm` script) list | compile | bench.
+"""The command line: python -m cugemm (or the `cugemm` script) list | compile | bench | tune | explain.
 
 list and compile need no GPU. Errors are one line on stderr naming the problem and the fix, with a
 non-zero status: 1 when a compile fails, 2 for usage errors (unknown variant, bad arch, ...).
@@ -104,6 +104,72 @@ def _compile(args) -> int:
     return 1 if failures else 0
 
 
+def _shapes(args) -> list:
+    from .bench.measure import parse_shapes, sweep_shapes
+
+    shapes = []
+    for name in (args.sets.split(",") if args.sets else []):
+        shapes += sweep_shapes(name.strip())
+    if args.shapes:
+        shapes += parse_shapes(args.shapes)
+    if not shapes:
+        raise ValueError("give --shapes MxNxK,... and/or --sets " + ",".join(_sweep_names()))
+    return shapes
+
+
+def _sweep_names():
+    from .bench.measure import SWEEPS
+
+    return sorted(SWEEPS)
+
+
+def _layouts(text: str) -> tuple:
+    parts = tuple(x.strip() for x in text.split(","))
+    if len(parts) != 2 or any(x not in ("row", "col") for x in parts):
+        raise ValueError(f"--layouts takes A,B with each 'row' or 'col' (e.g. row,col for x @ W.T), not {text!r}")
+    return parts
+
+
+def _tune(args) -> int:
+    from . import dispatch as mm
+    from . import tuning
+
+    shapes = _shapes(args)
+    layouts = _layouts(args.layouts)
+
+    def log(row):
+        print(f"{row['M']}x{row['N']}x{row['K']} {row['dtype']} {row['variant']}: {row['us']:.1f} us, "
+              f"{row['pct']:.1f}% of cupy.matmul [{row['plan']}]", flush=True)
+
+    failed = 0
+    for dt in args.dtype:
+        rows = mm.tune(shapes, dt, layouts=layouts, variants=args.variants, path=args.path, ship=args.ship,
+                       log=log)
+        for r in rows:
+            if r["status"] != "ok":
+                print(f"{r['M']}x{r['N']}x{r['K']} {r['dtype']} {r['variant']}: {r['status']} "
+                      f"{r.get('detail', '')}{r.get('rel_err', '')}", flush=True)
+                failed += r["status"] == "FAIL"
+    target = args.path or ("the shipped table" if args.ship else tuning.cache_path())
+    print(f"tuning written to {target}")
+    return 1 if failed else 0
+
+
+def _explain(args) -> int:
+    import cugemm
+
+    from . import dispatch as mm
+    from .launch import _cuda_device
+
+    _cuda_device()
+    (M, N, K), = __import__("cugemm.bench.measure", fromlist=["parse_shapes"]).parse_shapes(args.shape)
+    dt = cugemm.dtypes.get(args.dtype)
+    tf32 = dt.name == "tfloat32"
+    a, b = mm._operands("float32" if tf32 else dt.name, M, N, K, *_layouts(args.layouts))
+    print(mm.explain(a, b, allow_tf32=tf32))
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog=_prog(), description="cugemm: a JIT-compiled zoo of CUDA GEMM kernels")
     p.add_argument("--version", action="version", version=f"cugemm {__version__}")
@@ -124,6 +190,19 @@ def main(argv=None) -> int:
     pc.add_argument("--json", action="store_true")
     sub.add_parser("bench", help="time variants against cupy.matmul (needs a GPU; bench --help)",
                    add_help=False)
+    pt = sub.add_parser("tune", help="time matmul's candidates on this GPU and write the tuning cache "
+                        "that cugemm.matmul reads (needs a GPU)")
+    pt.add_argument("--shapes", default=None, help="MxNxK,MxNxK,...")
+    pt.add_argument("--sets", default=None, help="named shape sets, comma-separated (bench --sweep names)")
+    pt.add_argument("--dtype", nargs="+", default=["f16"], help="f16 bf16 f32 tf32 (default f16)")
+    pt.add_argument("--layouts", default="row,row", help="A,B layouts: row or col each (default row,row)")
+    pt.add_argument("--variants", default=None, help="glob(s) limiting the candidates")
+    pt.add_argument("--path", default=None, help="write here instead of the user cache")
+    pt.add_argument("--ship", action="store_true", help="write a shipped table (cugemm/tables/) instead")
+    pe = sub.add_parser("explain", help="which variant cugemm.matmul picks for a shape, and why (needs a GPU)")
+    pe.add_argument("shape", help="MxNxK")
+    pe.add_argument("--dtype", default="f16", help="f16, bf16, f32 or tf32 (default f16)")
+    pe.add_argument("--layouts", default="row,row", help="A,B layouts: row or col each (default row,row)")
     args, rest = p.parse_known_args(argv)
     if args.cmd == "bench":
         from .bench import main as bench_main
@@ -132,9 +211,11 @@ def main(argv=None) -> int:
     if rest:
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
-        return {"list": _list, "compile": _compile}[args.cmd](args)
-    except (LookupError, ValueError, FileNotFoundError) as e:
+        return {"list": _list, "compile": _compile, "tune": _tune, "explain": _explain}[args.cmd](args)
+    except (LookupError, ValueError, FileNotFoundError, TypeError) as e:
         return _die(str(e).strip("'\""))
+    except RuntimeError as e:  # no GPU, no CuPy
+        return _die(str(e).removeprefix("cugemm: "))
     except ImportError as e:
         return _die(f"{e}: compiling needs CuPy's NVRTC: pip install 'cugemm[cuda13]' (or '[cuda12]')")
 

@@ -7,6 +7,11 @@
 #   sweeps    seed-hgemm (f16) and seed-sgemm (f32, capped at 8192) with JSON and plots
 #   repeat    the f32 bench again (agreement within the reported spread)
 #   peak      TF32 tensor-core instruction ceilings beside cupy.matmul TF32 (scripts/tc_peak.py)
+#   matmul    cugemm.matmul: its GPU tests (240+ random shapes), then `bench --variants matmul` over
+#             the issue-13 sets (MATMUL_SETS, default matmul-square llm odd skinny) in f16 and bf16
+#             and matmul-square in f32, JSON to results/matmul_<dtype>_<set>.json
+#   tune      python -m cugemm tune over the same sets, written as the shipped table
+#             ($OUT/h100.json: copy it to cugemm/tables/ to ship it)
 # Usage (repo root, on the device): bash scripts/device_check.sh [phase ...]   (default: all phases)
 # Logs, result JSON and plots are collected in one archive, $OUT/device_logs.tgz (or
 # ./device-out/device_logs.tgz), and summarised on stdout. Exit status 1 if a test, a sanitizer, a
@@ -16,7 +21,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 dest=${OUT:-$PWD/device-out}; mkdir -p "$dest" results
 out=$(mktemp -d)
 trap 'tar czf "$dest/device_logs.tgz" -C "$out" .' EXIT
-phases=${*:-tests sanitize bench big sweeps repeat peak}
+phases=${*:-tests sanitize bench big sweeps repeat peak matmul}
 status=0
 step() { echo; echo "== $*"; }
 has() { [[ " $phases " == *" $1 "* ]]; }
@@ -109,6 +114,33 @@ for key, r in b.items():
 print(f"repeat: {agree}/{total} rows agree within the reported spread")
 PY
 fi
+if has tune; then
+  step "tune: matmul's candidates on this GPU -> shipped table"
+  table=$dest/$(python3 -c "import cugemm.tuning as t, cupy; print(t.shipped_path(cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()).name)")
+  for spec in ${TUNE_SPECS:-"f16:matmul-square,llm,odd,skinny" "bf16:matmul-square,llm,odd,skinny" "f32:matmul-square,odd"}; do
+    timeout 550 python3 -m cugemm tune --dtype ${spec%%:*} --sets ${spec#*:} --ship --path "$table" \
+      > "$out/tune_${spec%%:*}.txt" 2>&1; rc=$?
+    echo "tune ${spec}: exit $rc, $(grep -c ' us, ' "$out/tune_${spec%%:*}.txt") plans timed"; [ $rc -eq 0 ] || status=1
+  done
+  cp "$table" "$out/"
+fi
+
+if has matmul; then
+  step "cugemm.matmul: GPU tests, then the bench sets"
+  python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_matmul.py > "$out/pytest_matmul.txt" 2>&1
+  [ $? -eq 0 ] || status=1
+  grep -E "FAILED|ERROR" "$out/pytest_matmul.txt" | head -20; tail -1 "$out/pytest_matmul.txt"
+  for dt in f16 bf16 f32; do
+    sets=${MATMUL_SETS:-matmul-square llm odd skinny}; [ $dt = f32 ] && sets=matmul-square
+    for set in $sets; do
+      python3 bench.py --dtype $dt --variants matmul --sweep $set --json results/matmul_${dt}_${set}.json \
+        > "$out/matmul_${dt}_${set}.txt" 2>&1; rc=$?; [ $rc -eq 0 ] || status=1
+      python3 scripts/matmul_summary.py results/matmul_${dt}_${set}.json
+    done
+  done
+  cp results/matmul_*.json "$out/" 2>/dev/null
+fi
+
 if has peak; then
   step "TF32 instruction ceilings"
   python3 scripts/tc_peak.py --dtype all 2>&1 | tee "$out/tc_peak.txt"

@@ -53,8 +53,11 @@ class Row:
 
     @property
     def label(self) -> str:
-        """The status as shown in tables: the error's first line for ERROR rows."""
-        return self.detail if self.status is Status.ERROR else self.status.value
+        """The status as shown in tables: the error's first line for ERROR rows; for the
+        cugemm.matmul row, the variant it chose."""
+        if self.status is Status.ERROR:
+            return self.detail
+        return f"{self.status.value} ({self.detail})" if self.detail else self.status.value
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -71,6 +74,10 @@ class Row:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
+LLM_M = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+LLM_NK = ((4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096))
+
+
 def _grid(ms, ns, ks):
     return [(m, n, k) for m in ms for n in ns for k in ks]
 
@@ -83,6 +90,15 @@ SWEEPS = {
     "seed-sgemm": lambda cap: _grid((4096, 8192, 16384), (4096, 8192, 16384), (2048, 4096, 8192)),
     # square products from 256 to 8192
     "square": lambda cap: [(s, s, s) for s in (256, 512, 1024, 2048, 4096, 8192)],
+    # cugemm.matmul's square set (issue 13): 1024 to 8192
+    "matmul-square": lambda cap: [(s, s, s) for s in (1024, 2048, 3072, 4096, 6144, 8192)],
+    # LLM layers: M tokens against N x K of common hidden sizes (Llama 7B / Mistral projections)
+    "llm": lambda cap: [(m, n, k) for n, k in LLM_NK for m in LLM_M],
+    # misaligned rows (cuBLAS leaves its fast kernels) and odd sizes
+    "odd": lambda cap: [(4095, 4097, 1023), (1023, 1025, 4095), (2047, 2049, 2047), (8191, 8193, 1025),
+                        (1000, 1000, 1000), (4097, 4095, 4097)],
+    # memory-bound skinny products
+    "skinny": lambda cap: [(m, 8192, 8192) for m in (1, 8, 16, 32, 64)],
 }
 
 
@@ -104,9 +120,18 @@ def parse_shapes(text: str) -> list[tuple]:
     return out
 
 
+MATMUL = "cugemm.matmul"  # the front door, as a row of the bench (--variants matmul)
+
+
 def chosen_variants(dtype: str, pattern: str | None = None):
+    """The variants (and MATMUL, when a glob is 'matmul') a bench of `dtype` times."""
     dtype_in, math_dtype = DTYPES[dtype]
-    return variants(pattern, dtype=dtype_in, math_dtype=math_dtype)
+    globs = [g.strip() for g in pattern.split(",")] if pattern else []
+    front = [MATMUL] if any(g in ("matmul", MATMUL) for g in globs) else []
+    rest = ",".join(g for g in globs if g not in ("matmul", MATMUL))
+    if front and not rest:
+        return front
+    return front + variants(rest or None, dtype=dtype_in, math_dtype=math_dtype)
 
 
 def bench_shape(M: int, N: int, K: int, dtype: str = "f32", pattern: str | None = None,
@@ -164,6 +189,17 @@ def bench_shape(M: int, N: int, K: int, dtype: str = "f32", pattern: str | None 
 
     row("cupy.matmul", base_fn, dtype_in, "float32", baseline=True)
     for v in (chosen if chosen is not None else chosen_variants(dtype, pattern)):
+        if v == MATMUL:
+            from ..dispatch import matmul
+
+            tf32 = math_dtype == "tfloat32"
+            row(MATMUL, lambda out: matmul(a, b, out=out, allow_tf32=tf32), dtype_in, "float32")
+            if rows[-1].status is not Status.ERROR:
+                from ..dispatch import explain
+
+                plan = explain(a, b, allow_tf32=tf32).plan
+                rows[-1].detail = plan.variant.name + ("" if not plan.copies else f"; {plan.describe()}")
+            continue
         if v.layout not in operands:
             operands[v.layout] = (cupy.asfortranarray(a), cupy.asfortranarray(b))
         va, vb = operands[v.layout]

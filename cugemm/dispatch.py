@@ -1,0 +1,457 @@
+"""cugemm.matmul: one call that runs the fastest registered kernel able to compute a product.
+
+    c = cugemm.matmul(a, b)                       # CuPy in, CuPy out
+    y = cugemm.matmul(x, w.T)                     # torch in, torch out (DLPack, no copy)
+    print(cugemm.explain(a, b))                   # what it chose, and why
+
+Semantics are cupy.matmul's for float32, float16 and bfloat16 operands of the same type: 2-D
+products, 1-D operands promoted and squeezed, and batched operands (3-D and up) with broadcast
+batch dimensions. float32 is exact FP32 unless allow_tf32=True. The work runs on the current stream
+(CuPy's; for torch tensors torch's current stream on their device).
+
+Each distinct problem (shape, type, strides, alignment, GPU) is planned once by cugemm.select:
+the variants that can compute it are ranked by measured times (the tuning cache `tune` writes, then
+the table shipped for this GPU) or the fallback model. Layouts a kernel reads directly (row-major,
+transposed views such as x @ W.T, padded rows for the TMA kernels) run in place; anything else is
+copied once into a workspace in the kernel's layout with 16-byte-aligned rows, zero-padded where the
+kernel's shape rules need it. Padding adds only exact zeros to each sum, so the result is bit for
+bit the one the kernel computes on the unpadded operands. No autograd: torch tensors that require
+grad are read through detach().
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+import numpy as np
+
+from . import dtypes, launch, select, tuning
+
+_PLANS: dict = {}      # problem key -> select.Plan (the dispatch cache)
+_DEVICES: dict = {}    # device id -> select.Device
+_MEASURED: dict = {}   # device id -> tuning.Measured
+MAX_PLANS = 8192
+TUNE_PLANS, TUNE_SPREAD = 6, 5.0
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError:
+        raise RuntimeError("cugemm.matmul needs CuPy: pip install 'cugemm[cuda13]' (or '[cuda12]')") from None
+    return cupy
+
+
+# ---- operands -------------------------------------------------------------------------------------
+def _is_torch(x) -> bool:
+    return type(x).__module__.split(".", 1)[0] == "torch"
+
+
+def _as_cupy(x, what: str):
+    """A CuPy view of a GPU array (no copy): CuPy arrays as they are, torch tensors and DLPack
+    objects through DLPack (which keeps bfloat16), __cuda_array_interface__ objects in place."""
+    cupy = _cupy()
+    if type(x) is cupy.ndarray:
+        return x
+    if _is_torch(x):
+        if x.device.type != "cuda":
+            raise TypeError(f"cugemm.matmul: {what} is a torch tensor on {x.device}; move it to the GPU")
+        return cupy.from_dlpack(x.detach())
+    if hasattr(x, "__cuda_array_interface__"):
+        op = launch.describe(x, what, "cugemm.matmul")
+        return launch._cupy_view(x, op)
+    if hasattr(x, "__dlpack__"):
+        return cupy.from_dlpack(x)
+    if isinstance(x, np.ndarray):
+        raise TypeError(f"cugemm.matmul: {what} is a host numpy array; pass a GPU array (cupy.asarray(x))")
+    raise TypeError(f"cugemm.matmul: {what} must be a GPU array (cupy.ndarray, torch tensor, or an object "
+                    f"with __cuda_array_interface__ or __dlpack__), got {type(x).__name__}")
+
+
+def _dtype_of(x, what: str) -> dtypes.DType:
+    dt = dtypes.from_numpy(x.dtype)
+    if dt is None:
+        raise TypeError(f"cugemm.matmul: {what} has dtype {x.dtype}; cugemm multiplies float32, float16 "
+                        "or bfloat16")
+    return dt
+
+
+def _int_view(x):
+    """The same memory as unsigned integers (copies and fills of bfloat16 then need no bf16 math)."""
+    cupy = _cupy()
+    return x.view(cupy.uint16 if x.dtype.itemsize == 2 else cupy.uint32)
+
+
+def _copy(dst, src):
+    _int_view(dst)[...] = _int_view(src)
+
+
+def _zero(x):
+    if x.size:
+        _int_view(x).fill(0)
+
+
+# ---- the device -----------------------------------------------------------------------------------
+def _device(dev_id: int) -> select.Device:
+    d = _DEVICES.get(dev_id)
+    if d is None:
+        cupy = _cupy()
+        info = launch.device_info(dev_id)
+        name = cupy.cuda.runtime.getDeviceProperties(dev_id)["name"]
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        d = _DEVICES[dev_id] = select.Device(info.cc, info.sms, info.smem_optin, name)
+    return d
+
+
+def _measured(dev_id: int) -> tuning.Measured:
+    m = _MEASURED.get(dev_id)
+    if m is None:
+        from . import __version__
+
+        dev = _device(dev_id)
+        key = tuning.gpu_key(dev.name, _cupy().cuda.runtime.driverGetVersion(), __version__)
+        m = _MEASURED[dev_id] = tuning.Measured(tuning.load_tuned(key), tuning.load_shipped(dev.name))
+    return m
+
+
+def reload_tuning() -> None:
+    """Forget the loaded tuning cache, shipped table and every plan (tune() calls it)."""
+    _MEASURED.clear()
+    _PLANS.clear()
+
+
+# ---- planning -------------------------------------------------------------------------------------
+def problem_of(a, b, c, allow_tf32: bool, dev_id: int) -> select.Problem:
+    """The select.Problem of 2-D CuPy arrays a (M x K), b (K x N), c (M x N)."""
+    dt = dtypes.from_numpy(a.dtype)
+    size = dt.itemsize
+    (M, K), N = a.shape, b.shape[1]
+    return select.Problem(M, N, K, dt,
+                          select.operand_info(a.shape, a.strides, size, a.data.ptr),
+                          select.operand_info(b.shape, b.strides, size, b.data.ptr),
+                          select.operand_info(c.shape, c.strides, size, c.data.ptr),
+                          _device(dev_id), bool(allow_tf32) and dt.name == "float32")
+
+
+def _verbose(verbose) -> bool:
+    return bool(verbose) or os.environ.get("CUGEMM_VERBOSE", "") not in ("", "0")
+
+
+def _plan(a, b, c, allow_tf32: bool, variant, verbose) -> tuple[select.Plan, bool]:
+    """(the plan for this problem, whether it is new: planned by this call)."""
+    cupy = _cupy()
+    dev_id = cupy.cuda.runtime.getDevice()
+    key = (dev_id, a.dtype, bool(allow_tf32), variant, a.shape, b.shape[1], a.strides, b.strides, c.strides,
+           a.data.ptr % 16, b.data.ptr % 16, c.data.ptr % 16)
+    plan = _PLANS.get(key)
+    if plan is not None:
+        return plan, False
+    choice = _choose(a, b, c, allow_tf32, variant, dev_id)
+    if _verbose(verbose):
+        print(choice, file=sys.stderr)
+    if len(_PLANS) >= MAX_PLANS:
+        _PLANS.clear()
+    _PLANS[key] = choice.plan
+    return choice.plan, True
+
+
+def _choose(a, b, c, allow_tf32, variant, dev_id) -> select.Choice:
+    p = problem_of(a, b, c, allow_tf32, dev_id)
+    names = None
+    if variant is not None:
+        from .registry import get_variant
+
+        names = [get_variant(variant).name]
+    choice = select.select(p, _measured(dev_id), names)
+    if choice.plan is None:
+        if variant is not None and choice.refused:
+            raise ValueError(f"cugemm.matmul: {choice.refused[0][0].name} cannot compute this "
+                             f"{p.M}x{p.N}x{p.K} {p.dtype.name} product: {choice.refused[0][1]}")
+        raise ValueError(f"cugemm.matmul: no registered variant computes this {p.M}x{p.N}x{p.K} "
+                         f"{p.dtype.name} product on sm_{p.device.cc}:\n{choice}")
+    return choice
+
+
+def _relayout(x, layout: str, ld: int, dims: tuple):
+    """A copy of 2-D `x` laid out `layout` with leading dimension `ld`, its extent grown to `dims`
+    with zeros (the rows or columns past x's)."""
+    cupy = _cupy()
+    rows, cols = dims
+    if layout == "row":
+        view = cupy.empty((rows, ld), dtype=x.dtype)[:, :cols]
+    else:
+        view = cupy.empty((cols, ld), dtype=x.dtype)[:, :rows].T
+    r, c = x.shape
+    if rows > r:
+        _zero(view[r:, :])
+    if cols > c:
+        _zero(view[:r, c:])
+    _copy(view[:r, :c], x)
+    return view
+
+
+def _execute(plan: select.Plan, a, b, out, check: bool = False) -> None:
+    """Run a plan on 2-D CuPy arrays: its copies, the kernel, the copy of C back."""
+    cupy = _cupy()
+    v = plan.variant
+    Mp, Np, Kp = plan.dims
+    M, N = out.shape
+    if plan.copy_a:
+        a = _relayout(a, plan.copy_a, plan.ld_a, (Mp, Kp))
+    if plan.copy_b:
+        b = _relayout(b, plan.copy_b, plan.ld_b, (Kp, Np))
+    c = cupy.empty((Mp, plan.ld_c), dtype=out.dtype)[:, :Np] if plan.via_c else out
+    A, B = launch.describe(a, "A", v.name), launch.describe(b, "B", v.name)
+    C = launch.describe(c, "out", v.name)
+    if check:
+        launch.check_operands(v, A, B, C)
+    launch.launch(v, a, b, c, A, B, C, Mp, Np, Kp)
+    if plan.via_c:
+        _copy(out, c[:M, :N])
+
+
+def _matmul2d(a, b, out, allow_tf32, variant, verbose) -> None:
+    M, K = a.shape
+    N = b.shape[1]
+    if M == 0 or N == 0:
+        return
+    if K == 0:
+        _zero(out)
+        return
+    plan, new = _plan(a, b, out, allow_tf32, variant, verbose)
+    _execute(plan, a, b, out, check=new)  # a plan's first run checks every rule of the launch
+
+
+# ---- the front door -------------------------------------------------------------------------------
+def _prepare(a, b, out):
+    """(a, b, out as CuPy arrays, out's shape as returned: 1-D operands squeezed)."""
+    a_, b_ = _as_cupy(a, "A"), _as_cupy(b, "B")
+    dt = _dtype_of(a_, "A")
+    if _dtype_of(b_, "B") is not dt:
+        raise TypeError(f"cugemm.matmul: A is {a_.dtype} and B is {b_.dtype}; cugemm multiplies operands "
+                        "of one type (cast one of them first)")
+    if a_.ndim == 0 or b_.ndim == 0:
+        raise ValueError("cugemm.matmul: scalar operands are not allowed (use a * b)")
+    squeeze = []
+    if a_.ndim == 1:
+        a_ = a_[None, :]
+        squeeze.append(-2)
+    if b_.ndim == 1:
+        b_ = b_[:, None]
+        squeeze.append(-1)
+    M, K = a_.shape[-2:]
+    K2, N = b_.shape[-2:]
+    if K != K2:
+        raise ValueError(f"cugemm.matmul: inner dimensions differ: A is {'x'.join(map(str, a_.shape))}, "
+                         f"B is {'x'.join(map(str, b_.shape))}")
+    try:
+        batch = tuple(np.broadcast_shapes(a_.shape[:-2], b_.shape[:-2]))
+    except ValueError:
+        raise ValueError(f"cugemm.matmul: batch dimensions {a_.shape[:-2]} and {b_.shape[:-2]} do not "
+                         "broadcast") from None
+    shape = batch + (M, N)
+    final = tuple(d for i, d in enumerate(shape) if i - len(shape) not in squeeze)
+    if out is not None:
+        out_ = _as_cupy(out, "out")
+        if tuple(out_.shape) != final:
+            raise ValueError(f"cugemm.matmul: out has shape {tuple(out_.shape)}, the product is {final}")
+        if out_.dtype != a_.dtype:
+            raise TypeError(f"cugemm.matmul: out has dtype {out_.dtype}, the product is {a_.dtype}")
+        out_ = out_.reshape(shape) if squeeze else out_
+    else:
+        out_ = _cupy().empty(shape, dtype=a_.dtype)
+    return a_, b_, out_, final
+
+
+def _rows(x):
+    """x (..., R, C) as a 2-D (rows, C) view when its leading dimensions merge into one, else None."""
+    dims = [(d, st) for d, st in zip(x.shape[:-1], x.strides[:-1]) if d != 1]
+    for (d0, s0), (d1, s1) in zip(dims, dims[1:]):
+        if s0 != s1 * d1:
+            return None
+    rows = 1
+    for d, _ in dims:
+        rows *= d
+    row_stride = dims[-1][1] if dims else x.shape[-1] * x.itemsize
+    from cupy.lib.stride_tricks import as_strided
+
+    return as_strided(x, (rows, x.shape[-1]), (row_stride, x.strides[-1]))
+
+
+def _fold(a, b, out):
+    """(A, B, C) as one 2-D product when B has no batch (or a batch of one) and the batches of A and
+    C stack into rows, as for activations against one weight matrix ((B, M, K) @ (K, N)), else None."""
+    if any(d != 1 for d in b.shape[:-2]) or a.shape[:-2] != out.shape[:-2]:
+        return None
+    a2, o2 = _rows(a), _rows(out)
+    if a2 is None or o2 is None:
+        return None
+    return a2, b.reshape(b.shape[-2:]), o2
+
+
+def _torch_stream(cupy, torch, dev):
+    """torch's current stream on `dev` as a CuPy stream."""
+    ts = torch.cuda.current_stream(dev)
+    try:
+        return cupy.cuda.Stream.from_external(ts)
+    except (AttributeError, TypeError):  # CuPy before from_external / torch without __cuda_stream__
+        return cupy.cuda.ExternalStream(ts.cuda_stream, dev.index or 0)
+
+
+def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: bool = False):
+    """A @ B with the fastest registered kernel that computes it (cupy.matmul's semantics).
+
+    a, b        float32, float16 or bfloat16 GPU arrays of one type: CuPy arrays, torch tensors,
+                objects with __cuda_array_interface__ or __dlpack__; 1-D, 2-D or batched (N-D,
+                batch dimensions broadcast)
+    out         optional result array (CuPy or torch) of the product's shape and type
+    variant     run this variant (a name or alias) instead of choosing; copies are still made
+                where it needs them, and ValueError says why when it cannot compute the product
+    allow_tf32  float32 only: TF32 tensor-core variants may be chosen (about 3e-4 relative error)
+    verbose     print the choice and the reasons (also: environment CUGEMM_VERBOSE=1) the first
+                time each problem is planned
+    Returns `out` if given, else a new array: a torch tensor when an operand is one, else CuPy.
+    """
+    cupy = _cupy()
+    launch._cuda_device()
+    torch = sys.modules.get("torch") if any(_is_torch(x) for x in (a, b, out) if x is not None) else None
+    with contextlib.ExitStack() as ctx:
+        if torch is not None:  # torch's current stream on the tensors' device
+            dev = next(x.device for x in (a, b, out) if x is not None and _is_torch(x))
+            ctx.enter_context(cupy.cuda.Device(dev.index or 0))
+            ctx.enter_context(_torch_stream(cupy, torch, dev))
+        a_, b_, out_, final = _prepare(a, b, out)
+        if out_.ndim == 2:
+            _matmul2d(a_, b_, out_, allow_tf32, variant, verbose)
+        else:
+            folded = _fold(a_, b_, out_)
+            if folded is not None:
+                _matmul2d(*folded, allow_tf32, variant, verbose)
+            else:
+                batch = out_.shape[:-2]
+                ab = cupy.broadcast_to(a_, batch + a_.shape[-2:])
+                bb = cupy.broadcast_to(b_, batch + b_.shape[-2:])
+                for idx in np.ndindex(*batch):
+                    _matmul2d(ab[idx], bb[idx], out_[idx], allow_tf32, variant, verbose)
+    if out is not None:
+        return out
+    result = out_.reshape(final) if out_.shape != final else out_
+    if torch is not None:
+        return torch.from_dlpack(result)
+    return result
+
+
+def explain(a, b, out=None, *, variant=None, allow_tf32: bool = False) -> select.Choice:
+    """The choice matmul(a, b, out) makes (of its first 2-D product, for batched operands):
+    `print(cugemm.explain(a, b))` lists the chosen plan, the other candidates with their estimated
+    times and where each estimate comes from, and every refused variant with the rule that refuses
+    it. Runs nothing on the GPU."""
+    cupy = _cupy()
+    launch._cuda_device()
+    a_, b_, out_, _ = _prepare(a, b, out)
+    if out_.ndim > 2:
+        folded = _fold(a_, b_, out_)
+        if folded is not None:
+            a_, b_, out_ = folded
+        else:
+            batch = out_.shape[:-2]
+            idx = (0,) * len(batch)
+            a_ = cupy.broadcast_to(a_, batch + a_.shape[-2:])[idx]
+            b_ = cupy.broadcast_to(b_, batch + b_.shape[-2:])[idx]
+            out_ = out_[idx]
+    return _choose(a_, b_, out_, allow_tf32, variant, cupy.cuda.runtime.getDevice())
+
+
+# ---- tuning -----------------------------------------------------------------------------------------
+def _operands(dtype, M: int, N: int, K: int, a_layout: str = "row", b_layout: str = "row"):
+    """Fresh random (A, B) of `dtype` for tune and the tests: A M x K and B K x N, each row-major or
+    a transposed view of a row-major array ('col')."""
+    from . import testing
+
+    a, b = testing.random_operands(dtype, M, N, K)
+    if a_layout == "col":
+        a = _cupy().ascontiguousarray(a.T).T
+    if b_layout == "col":
+        b = _cupy().ascontiguousarray(b.T).T
+    return a, b
+
+
+def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = False, variants=None,
+         path=None, ship: bool = False, iters: int = 20, log=None) -> list[dict]:
+    """Time every plan matmul could run for each (M, N, K) in `shapes` on this GPU and record the
+    times in the tuning cache (tuning.cache_path(), or `path`), which matmul reads from then on.
+
+    dtype     'float16' / 'f16', 'bfloat16', 'float32' (with allow_tf32 the TF32 variants too)
+    layouts   (A, B): 'row' or 'col' (transposed views), the operands' layout class to tune
+    variants  names or a glob to limit the candidates (default: matmul's candidates)
+    ship      write a shipped table (cugemm/tables/<model>.json for this GPU, or `path`) instead
+    Each plan's result is checked against the float64 reference before it is timed; a wrong one
+    is reported and not recorded. Every plan is timed alternating with cupy.matmul on the same
+    operands (the bench's Timer.measure_pair). Returns one dict per (shape, variant) with the
+    times in microseconds and the ratio to cupy.matmul.
+    """
+    from . import __version__, accuracy, testing
+    from .bench.timing import Timer
+
+    cupy = _cupy()
+    launch._cuda_device()
+    dt = dtypes.get(dtype)
+    if dt.name == "tfloat32":
+        dt, allow_tf32 = dtypes.FLOAT32, True
+    dev_id = cupy.cuda.runtime.getDevice()
+    device = _device(dev_id)
+    timer = Timer(warmup=2, iters=iters, budget_s=0.25)
+    rows, entries = [], {}
+    for M, N, K in shapes:
+        a, b = _operands(dt.name, M, N, K, *layouts)
+        out = testing.poisoned((M, N), dt.name)
+        ref = accuracy.reference(a, b)
+        p = problem_of(a, b, out, allow_tf32, dev_id)
+        choice = select.select(p, None, variants)
+        # plans the model puts far behind its best are not timed (at most TUNE_PLANS, within
+        # TUNE_SPREAD of the best modelled time), unless the candidates were named
+        best = choice.ranked[0].est_us if choice.ranked else 0.0
+        todo = choice.ranked if variants is not None else \
+            [q for q in choice.ranked if q.est_us <= TUNE_SPREAD * best][:TUNE_PLANS]
+        rec = {"shape": [M, N, K], "us": {}}
+        nbytes = (M * K + K * N + M * N) * dt.itemsize
+        for plan in todo:
+            name = plan.variant.name
+            row = {"M": M, "N": N, "K": K, "dtype": dt.name, "variant": name, "plan": plan.describe()}
+            try:
+                out = testing.poisoned((M, N), dt.name)
+                _execute(plan, a, b, out, check=True)
+                err = accuracy.rel_error(out, ref)
+                math_dt = plan.variant.math_dtype
+                if not accuracy.within(err, math_dt, plan.variant.dtype_acc):
+                    row.update(status="FAIL", rel_err=err)
+                    rows.append(row)
+                    continue
+                base_out = cupy.empty((M, N), dtype=a.dtype)
+                t, tb = timer.measure_pair(lambda: _execute(plan, a, b, out),
+                                           lambda: cupy.matmul(a, b, out=base_out), nbytes)
+            except Exception as e:  # a plan that cannot run here is reported, not recorded
+                row.update(status="error", detail=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+                rows.append(row)
+                continue
+            us, base_us = 1e3 * t["median"], 1e3 * tb["median"]
+            rec["us"][name] = us
+            rec["baseline_us"] = min(base_us, rec.get("baseline_us", base_us))
+            row.update(status="ok", us=us, baseline_us=base_us, pct=100.0 * base_us / us, rel_err=err)
+            rows.append(row)
+            if log is not None:
+                log(row)
+        if rec["us"]:
+            entries[tuning.bucket_key(tuning.problem_group(p), M, N, K)] = rec
+    if entries:
+        if ship:
+            target = path or tuning.shipped_path(device.name)
+            if target is None:
+                raise ValueError(f"no shipped table is named for {device.name!r}; pass path=")
+            tuning.merge(target, None, entries)
+        else:
+            key = tuning.gpu_key(device.name, cupy.cuda.runtime.driverGetVersion(), __version__)
+            tuning.merge(path or tuning.cache_path(), key, entries)
+    reload_tuning()
+    return rows

@@ -1,0 +1,391 @@
+"""Which kernel cugemm.matmul runs: the candidates, the rules that refuse them, and the ranking.
+
+A *problem* is what matmul knows of one 2-D product before launching: M, N, K, the element type,
+how each operand lies in memory (row- or column-major, its leading dimension, the alignment of its
+pointer) and the GPU. A *plan* is one way to compute it: a variant, and which operands must first be
+copied (into the variant's layout, with 16-byte-aligned rows, or zero-padded up to its tile rules)
+or, for C, computed into a workspace and copied back. Every registered variant of the element type
+is considered; `plans` returns the ones that can compute the problem, and the reason each other one
+cannot, in the words of the rule that refuses it (the same checks `cugemm.run` applies).
+
+Ranking (best first), by the estimated time of the whole plan (kernel + copies + launches):
+  1. tuned: a measurement of this variant in this shape bucket on this GPU, from the tuning cache
+     that `cugemm.tune` writes (cugemm/tuning.py), scaled from the measured shape by the flops;
+  2. table: the same from the table shipped for this GPU model (cugemm/tables/<gpu>.json, written
+     by `python -m cugemm tune --ship` on an H100);
+  3. model: the fallback for a GPU or a shape nobody measured: FALLBACK below, a documented
+     nominal rate per kernel class (its TFLOP/s on an H100, or its bandwidth for the memory-bound
+     skinny rungs) times the share of the SMs its tiles keep busy, plus copy and launch costs.
+A measured estimate beats a modelled one of the same plan; plans are compared on estimates of the
+same kind where possible (all measured, else all modelled), so a table never competes with a guess.
+"""
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass, field
+
+from . import arch as _arch
+from . import dtypes
+from .registry import variants as _variants
+from .variant import Variant
+
+# ---- the fallback ranking -------------------------------------------------------------------------
+# (glob, nominal TFLOP/s on an H100 when the kernel's tiles fill the GPU, kind) in order of
+# preference; 'bw' kinds are memory-bound and rated by the bytes they must read (GB/s instead).
+# Figures: the same-run measurements quoted in README/results (H100 SXM, 2026-11): the fallback only
+# has to order the candidates sensibly on a GPU nobody tuned. Variants matching no glob are not
+# candidates of matmul (the learning rungs of the ladders; `variant=` still runs any of them).
+FALLBACK: dict[str, tuple] = {
+    "float16": (
+        ("hgemm_skinny_*", 2600.0, "bw"),
+        ("hgemm_wgmma_*splitk*", 560.0, "splitk"),
+        ("hgemm_wgmma_m64n256k16_persistent_cluster2_tma_store_stage4*", 640.0, "persistent"),
+        ("hgemm_wgmma_m64n256k16_bt_persistent_stage4", 630.0, "persistent"),
+        ("hgemm_mma_m16n8k16_*_ws*edge", 450.0, "tiles"),
+        ("hgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge", 390.0, "tiles"),
+        ("hgemm_mma_m16n8k16_mma2x2_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi", 380.0, "tiles"),
+        ("hgemm_mma_m16n8k16_mma2x4_warp4x8x2_stage4_swizzle_bswizzle_rbuf_epi", 380.0, "tiles"),
+        ("hgemm_sliced_k_f16", 8.0, "tiles"),
+    ),
+    "bfloat16": (
+        ("bgemm_skinny_*", 2600.0, "bw"),
+        ("hgemm_wgmma_*splitk*_bf16", 560.0, "splitk"),
+        ("hgemm_wgmma_m64n256k16_persistent_cluster2_tma_store_stage4*_bf16", 640.0, "persistent"),
+        ("hgemm_wgmma_m64n256k16_bt_persistent_stage4_bf16", 630.0, "persistent"),
+        ("bgemm_mma_m16n8k16_*_ws*edge", 450.0, "tiles"),
+        ("bgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge", 390.0, "tiles"),
+        ("bgemm_mma_m16n8k16_mma2x2_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi", 380.0, "tiles"),
+    ),
+    "float32": (
+        ("sgemm_t_8x16_warp2x4_sliced_k8_f32x4_dbuf", 50.0, "tiles"),
+        ("sgemm_t_8x8_warp2x4_sliced_k16_f32x4_dbuf", 47.0, "tiles"),
+        ("sgemm_t_8x4_sliced_k16_f32x4_bcf_dbuf_async", 42.0, "tiles"),
+        ("sgemm_t_8x8_warp2x4_sliced_k16_f32_dbuf_edge", 40.0, "tiles"),
+        ("sgemm_sliced_k_f32", 5.0, "tiles"),
+    ),
+    "tfloat32": (  # float32 inputs with allow_tf32=True (the float32 list follows)
+        ("hgemm_wgmma_tf32_m64n256k8_persistent_cluster2_stage4", 350.0, "persistent"),
+        ("hgemm_wgmma_tf32_m64n256k8_persistent_stage4", 340.0, "persistent"),
+        ("sgemm_mma_m16n8k8_mma2x4_warp4x8x4_stage3_offset_dsmem_swizzle", 150.0, "tiles"),
+    ),
+}
+LAUNCH_US = 3.0          # what one more kernel launch (a copy) adds, host and device
+COPY_GBPS = 2000.0       # what a strided copy kernel moves per second (read + write), H100-ish
+MIN_KERNEL_US = 4.0      # no kernel of the zoo finishes faster than this, launch included
+
+
+def candidate_globs(dtype: dtypes.DType, allow_tf32: bool) -> tuple:
+    """The FALLBACK rows matmul considers for inputs of `dtype` (TF32 rows first with allow_tf32)."""
+    rows = FALLBACK.get(dtype.name, ())
+    if dtype.name == "float32" and allow_tf32:
+        rows = FALLBACK["tfloat32"] + rows
+    return rows
+
+
+def fallback_row(v: Variant, dtype: dtypes.DType, allow_tf32: bool):
+    """(rank, nominal, kind) of the first FALLBACK row matching `v`, or None."""
+    for rank, (glob, nominal, kind) in enumerate(candidate_globs(dtype, allow_tf32)):
+        if fnmatch.fnmatchcase(v.name, glob):
+            return rank, nominal, kind
+    return None
+
+
+# ---- problems -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OperandInfo:
+    """How one 2-D operand lies in memory: layout 'row' (rows contiguous), 'col' (columns
+    contiguous) or '' (neither: it must be copied), its leading dimension in elements (the stride
+    between rows of a 'row' operand, between columns of a 'col' one), and the largest power of two
+    up to 16 that divides its pointer and leading dimension in bytes."""
+
+    layout: str
+    ld: int
+    align: int
+
+
+def operand_info(shape, strides, itemsize: int, ptr: int) -> OperandInfo:
+    """OperandInfo of a 2-D array of `shape` with `strides` in bytes. A dimension of extent 1 may
+    have any stride (CuPy and torch report various ones); a single row or column is dense."""
+    rows, cols = shape
+    s0, s1 = strides
+    if cols <= 1 or s1 == itemsize:
+        layout, span, lines, ld_bytes = "row", cols, rows, s0
+    elif rows <= 1 or s0 == itemsize:
+        layout, span, lines, ld_bytes = "col", rows, cols, s1
+    else:
+        layout, span, lines, ld_bytes = "", 0, 0, 0
+    if lines <= 1:
+        ld_bytes = span * itemsize
+    if layout and (ld_bytes < span * itemsize or ld_bytes % itemsize):
+        layout, ld_bytes = "", 0
+    align = 16
+    while align > itemsize and (ptr % align or ld_bytes % align):
+        align //= 2
+    return OperandInfo(layout, ld_bytes // itemsize, align)
+
+
+@dataclass(frozen=True)
+class Device:
+    """What selection needs of a GPU: compute capability, SMs, opt-in shared memory per block,
+    and its name (the tables are keyed by it)."""
+
+    cc: int
+    sms: int
+    smem_optin: int
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Problem:
+    M: int
+    N: int
+    K: int
+    dtype: dtypes.DType
+    a: OperandInfo
+    b: OperandInfo
+    c: OperandInfo
+    device: Device
+    allow_tf32: bool = False
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.M * self.N * self.K
+
+
+def _span(layout: str, rows: int, cols: int) -> int:
+    """Elements of one contiguous line (a row of a 'row' operand, a column of a 'col' one)."""
+    return cols if layout == "row" else rows
+
+
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def _fits(v: Variant, op: OperandInfo, layout: str, rows: int, cols: int, align: int) -> bool:
+    """Whether the kernel can read (write) this operand where it lies: launch._layout_rule's rules
+    plus the pointer alignment, from an OperandInfo."""
+    if op.layout != layout or op.align < align:
+        return False
+    span, lines = (cols, rows) if layout == "row" else (rows, cols)
+    return lines <= 1 or op.ld == span or (v.strided and op.ld >= span)
+
+
+# ---- plans ----------------------------------------------------------------------------------------
+@dataclass
+class Plan:
+    """One way to compute a problem. copy_a / copy_b: '' (used in place) or the layout the operand
+    is copied into first; ld_a / ld_b: the leading dimension of that copy; dims: the (M, N, K) the
+    kernel runs (larger than the problem's when the copies are zero-padded to the variant's rules);
+    via_c: C is computed into a workspace (of leading dimension ld_c) and copied into the output."""
+
+    variant: Variant
+    copy_a: str = ""
+    copy_b: str = ""
+    ld_a: int = 0
+    ld_b: int = 0
+    via_c: bool = False
+    ld_c: int = 0
+    dims: tuple = ()
+    est_us: float = math.inf
+    source: str = "model"
+    note: str = ""
+
+    @property
+    def copies(self) -> int:
+        return bool(self.copy_a) + bool(self.copy_b) + bool(self.via_c)
+
+    def describe(self) -> str:
+        parts = []
+        if self.copy_a:
+            parts.append(f"A copied {self.copy_a}-major (ld {self.ld_a})")
+        if self.copy_b:
+            parts.append(f"B copied {self.copy_b}-major (ld {self.ld_b})")
+        if self.via_c:
+            parts.append(f"C through a workspace (ld {self.ld_c})")
+        if self.dims and self.note:
+            parts.append(self.note)
+        return "; ".join(parts) if parts else "in place"
+
+
+def refusal(v: Variant, p: Problem) -> str:
+    """Why `v` can compute `p` under no plan at all ('' when some plan may work)."""
+    if v.dt_in is not p.dtype or v.dt_out is not p.dtype:
+        return f"takes {v.dtype_in} -> {v.dtype_out}, the operands are {p.dtype.name}"
+    if p.dtype.itemsize == 2 and v.dtype_acc != "float32":
+        return f"accumulates in {v.dtype_acc}; matmul keeps cupy.matmul's float32 accumulation"
+    if v.math_dtype == "tfloat32" and not p.allow_tf32:
+        return "multiplies in TF32 (pass allow_tf32=True to allow it)"
+    if v.layout != "row":
+        return "writes a column-major C (matmul returns row-major arrays)"
+    reason = _arch.unfit_reason(v, p.device.cc, p.device.smem_optin)
+    if reason:
+        return reason
+    if v.max_m and p.M > v.max_m:
+        return f"M={p.M} is over {v.max_m} (rule: M <= {v.max_m})"
+    return ""
+
+
+def make_plan(v: Variant, p: Problem) -> tuple[Plan | None, str]:
+    """(plan, '') computing `p` with `v` at the fewest copies, or (None, the rule that refuses it)."""
+    why = refusal(v, p)
+    if why:
+        return None, why
+    M, N, K = p.M, p.N, p.K
+    size = p.dtype.itemsize
+    try:  # in place: the shape rules as they are
+        v.check_shape(M, N, K)
+        dims = (M, N, K)
+    except ValueError as e:
+        msg = str(e).split(": ", 1)[-1]
+        if "multiple of" not in msg:  # 32-bit index or grid limits: padding cannot help
+            return None, msg
+        mm, mn, mk = v.multiple_of
+        dims = (_round_up(M, mm), _round_up(N, mn), _round_up(K, mk))
+        try:
+            v.check_shape(*dims)
+        except ValueError as e2:
+            return None, str(e2).split(": ", 1)[-1]
+    pad = dims != (M, N, K)
+    Mp, Np, Kp = dims
+    elem_align = max(1, v.align // size)
+    plan = Plan(v, dims=dims)
+    # A (M x K)
+    if pad and (Mp != M or Kp != K) or not _fits(v, p.a, v.a_layout, M, K, v.align):
+        plan.copy_a = v.a_layout
+        span = _span(v.a_layout, Mp, Kp)
+        plan.ld_a = _round_up(span, elem_align) if v.strided else span
+    if pad and (Kp != K or Np != N) or not _fits(v, p.b, v.b_layout, K, N, v.align):
+        plan.copy_b = v.b_layout
+        span = _span(v.b_layout, Kp, Np)
+        plan.ld_b = _round_up(span, elem_align) if v.strided else span
+    c_elem_align = max(1, v.c_align // size)
+    if pad and (Mp != M or Np != N) or not _fits(v, p.c, "row", M, N, v.c_align):
+        plan.via_c = True
+        plan.ld_c = _round_up(Np, c_elem_align) if v.strided else Np
+    if not v.strided:
+        # a dense copy must itself satisfy the rules: rows of a 16-bit N or K not a multiple of 8
+        # are not 16-byte aligned, so the copy pads those dimensions with zeros
+        for copied, ld in ((plan.copy_a, plan.ld_a), (plan.copy_b, plan.ld_b), (plan.via_c, plan.ld_c)):
+            if copied and ld * size % v.align:
+                return None, (f"a dense copy would have rows of {ld * size} bytes, not a multiple of "
+                              f"{v.align} (rule of its multiple_of {v.multiple_of})")
+    if pad:
+        plan.note = f"zero-padded to {Mp}x{Np}x{Kp} (the variant's multiple_of {v.multiple_of})"
+    return plan, ""
+
+
+def plans(p: Problem, names=None) -> tuple[list[Plan], list[tuple[Variant, str]]]:
+    """(plans, refused): a plan for each candidate variant that can compute `p`, and (variant,
+    reason) for the others. Candidates: the FALLBACK rows of the element type, or `names` (a list
+    of variant names or a glob) when given."""
+    if names is None:
+        pool = [v for v in _variants(dtype=p.dtype.name) if fallback_row(v, p.dtype, p.allow_tf32)]
+        pool.sort(key=lambda v: fallback_row(v, p.dtype, p.allow_tf32)[0])
+    elif isinstance(names, str):
+        pool = _variants(names)
+    else:
+        from .registry import get_variant
+
+        pool = [get_variant(n) for n in names]
+    good, refused = [], []
+    for v in pool:
+        plan, why = make_plan(v, p)
+        if plan is None:
+            refused.append((v, why))
+        else:
+            good.append(plan)
+    return good, refused
+
+
+# ---- estimates ------------------------------------------------------------------------------------
+def copy_us(plan: Plan, p: Problem) -> float:
+    """Modelled cost of the plan's copies: bytes read and written at COPY_GBPS, plus a launch each."""
+    size = p.dtype.itemsize
+    Mp, Np, Kp = plan.dims
+    moved = 0
+    if plan.copy_a:
+        moved += (p.M * p.K + Mp * Kp) * size
+    if plan.copy_b:
+        moved += (p.K * p.N + Kp * Np) * size
+    if plan.via_c:
+        moved += 2 * p.M * p.N * size
+    return moved / (COPY_GBPS * 1e3) + LAUNCH_US * plan.copies
+
+
+def model_kernel_us(v: Variant, p: Problem, dims) -> float:
+    """The fallback model's kernel time: nominal rate x the share of the SMs the tiles keep busy."""
+    row = fallback_row(v, p.dtype, p.allow_tf32)
+    nominal, kind = (row[1], row[2]) if row else (1.0, "tiles")
+    M, N, K = dims
+    size = p.dtype.itemsize
+    if kind == "bw":  # streams B once, A and C are small
+        return max(MIN_KERNEL_US, (K * N + M * K + M * N) * size / (nominal * 1e3))
+    sms = max(1, p.device.sms)
+    bm, bn = v.tile[0], v.tile[1]
+    tiles = -(-M // bm) * -(-N // bn)
+    if kind == "splitk":
+        busy = 0.9  # K slices make work for every SM
+    else:
+        waves = tiles / sms
+        busy = waves / math.ceil(waves) if tiles else 1.0
+    useful = (M * N) / (tiles * bm * bn) if tiles else 1.0  # tiles cut by the edges waste work
+    return max(MIN_KERNEL_US, 2.0 * M * N * K / (nominal * 1e6 * busy * useful))
+
+
+def estimate(plans_: list[Plan], p: Problem, measured) -> None:
+    """Fill each plan's est_us and source. `measured(variant, problem) -> (us, source) | None`
+    gives a whole-plan time measured on this GPU (tuned cache or shipped table), already scaled."""
+    for plan in plans_:
+        hit = measured(plan.variant, p) if measured is not None else None
+        if hit is not None:
+            plan.est_us, plan.source = hit
+        else:
+            plan.est_us = model_kernel_us(plan.variant, p, plan.dims) + copy_us(plan, p)
+            plan.source = "model"
+
+
+def rank(plans_: list[Plan]) -> list[Plan]:
+    """Best first: measured plans before modelled ones, then by estimated time, then by the
+    fallback order (stable sort)."""
+    return sorted(plans_, key=lambda q: (q.source == "model", q.est_us))
+
+
+@dataclass
+class Choice:
+    """What select() decided, for matmul and explain()."""
+
+    problem: Problem
+    plan: Plan | None
+    ranked: list = field(default_factory=list)
+    refused: list = field(default_factory=list)
+
+    def __str__(self) -> str:
+        p = self.problem
+        lines = [f"cugemm.matmul {p.M}x{p.N}x{p.K} {p.dtype.name}"
+                 f"{' (TF32 allowed)' if p.allow_tf32 else ''}: A {p.a.layout or 'strided'}"
+                 f" (ld {p.a.ld}, {p.a.align}-byte aligned), B {p.b.layout or 'strided'} (ld {p.b.ld},"
+                 f" {p.b.align}-byte aligned), C {p.c.layout or 'strided'}; GPU {p.device.name or '?'}"
+                 f" sm_{p.device.cc}, {p.device.sms} SMs"]
+        if self.plan is None:
+            lines.append("no variant can compute it")
+        else:
+            q = self.plan
+            lines.append(f"chosen: {q.variant.name} [{q.describe()}], est {q.est_us:.1f} us ({q.source})")
+        if self.ranked[1:]:
+            lines.append("other candidates, best first:")
+            for q in self.ranked[1:]:
+                lines.append(f"  {q.variant.name} [{q.describe()}]: est {q.est_us:.1f} us ({q.source})")
+        if self.refused:
+            lines.append("refused:")
+            for v, why in self.refused:
+                lines.append(f"  {v.name}: {why}")
+        return "\n".join(lines)
+
+
+def select(p: Problem, measured=None, names=None) -> Choice:
+    """Rank every plan for `p` (see the module docstring); Choice.plan is the best, or None."""
+    good, refused = plans(p, names)
+    estimate(good, p, measured)
+    ranked = rank(good)
+    return Choice(p, ranked[0] if ranked else None, ranked, refused)

@@ -1,0 +1,223 @@
+"""Measured kernel times that rank cugemm.matmul's plans: the tuning cache and the shipped tables.
+
+Both hold, per *shape bucket*, the time each candidate plan took on a GPU for one shape of that
+bucket, and cupy.matmul's time beside it:
+
+    {"format": 1, "entries": {BUCKET: {"shape": [M, N, K], "us": {VARIANT: t, ...}, "baseline_us": t}}}
+
+A bucket is (element type, TF32 allowed, layouts of A and B, whether every operand is 16-byte
+aligned in place, and M, N, K rounded to half octaves: round(2 log2 x)), e.g.
+`float16|row,row|aligned|24,24,20` for 4096 x 4096 x 1024. A time is the whole plan's (its copies
+included), since the layout and alignment class fixes which copies a plan makes.
+
+The tuning cache (`cugemm.tune`, `python -m cugemm tune`) is one JSON file in the user cache
+directory, $CUGEMM_CACHE_DIR or $XDG_CACHE_HOME/cugemm or ~/.cache/cugemm, `tuning.json`; its
+entries sit under a key of the GPU's name, the driver version and cugemm's version, so a new driver
+or a new cugemm ignores (and keeps) the old ones. Writes take an exclusive lock on a sibling
+`.lock` file, re-read the file under the lock, merge, write a temporary file in the same folder and
+rename it over the old one: concurrent tuners lose nothing and readers never see half a file. A file
+that is not valid JSON, or not this format, is ignored with a warning (and replaced on the next
+write).
+
+The shipped tables (cugemm/tables/<model>.json, same entries without the version key) come from
+`python -m cugemm tune --sets ... --ship` on one GPU of the model; H200s use the H100 table (same
+SMs, clocks and tensor cores; more bandwidth).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+FORMAT = 1
+SHIPPED = {"H100": "h100.json", "H200": "h100.json"}
+NEAR = 2  # nearest bucket used when its M, N, K exponents differ by at most this much in total
+
+
+def half_octave(x: int) -> int:
+    return round(2 * math.log2(x)) if x >= 1 else 0
+
+
+def group_key(dtype: str, allow_tf32: bool, a_layout: str, b_layout: str, aligned: bool) -> str:
+    return (f"{dtype}{'+tf32' if allow_tf32 else ''}|{a_layout or 'strided'},{b_layout or 'strided'}|"
+            f"{'aligned' if aligned else 'unaligned'}")
+
+
+def bucket_key(group: str, M: int, N: int, K: int) -> str:
+    return f"{group}|{half_octave(M)},{half_octave(N)},{half_octave(K)}"
+
+
+def problem_group(p) -> str:
+    aligned = all(op.layout and op.align >= 16 for op in (p.a, p.b, p.c))
+    return group_key(p.dtype.name, p.allow_tf32, p.a.layout, p.b.layout, aligned)
+
+
+def _split(bucket: str):
+    group, dims = bucket.rsplit("|", 1)
+    return group, tuple(int(x) for x in dims.split(","))
+
+
+# ---- files ---------------------------------------------------------------------------------------
+def cache_path() -> Path:
+    base = os.environ.get("CUGEMM_CACHE_DIR")
+    if not base:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(xdg, "cugemm")
+    return Path(base) / "tuning.json"
+
+
+def _read(path: Path) -> dict:
+    """The file's object, or {} (with a warning) when it is missing, unreadable or not this format."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        warnings.warn(f"cugemm: cannot read tuning file {path}: {e}; ignoring it", stacklevel=3)
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        warnings.warn(f"cugemm: tuning file {path} is not valid JSON; ignoring it (the next tune "
+                      "replaces it)", stacklevel=3)
+        return {}
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), dict):
+        warnings.warn(f"cugemm: tuning file {path} is not cugemm tuning format {FORMAT}; ignoring it",
+                      stacklevel=3)
+        return {}
+    return data
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive lock on path + '.lock' (POSIX flock; no lock where fcntl is missing)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # Windows: the rename below is still atomic
+        yield
+        return
+    with open(str(path) + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _write_atomic(path: Path, data: dict) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def merge(path: Path, key: str | None, entries: dict) -> None:
+    """Add `entries` (bucket -> record) to the file, under `key` (the GPU/driver/version key of the
+    tuning cache) or at the top (a shipped table: key None); records of the same bucket merge their
+    variants, newer times replacing older ones."""
+    with _locked(path):
+        data = _read(path) or {"format": FORMAT, "entries": {}}
+        target = data["entries"]
+        if key is not None:
+            target = target.setdefault(key, {})
+        for bucket, rec in entries.items():
+            old = target.get(bucket)
+            if isinstance(old, dict) and isinstance(old.get("us"), dict) and old.get("shape") == rec["shape"]:
+                old["us"].update(rec["us"])
+                old["baseline_us"] = rec.get("baseline_us", old.get("baseline_us"))
+            else:
+                target[bucket] = rec
+        _write_atomic(path, data)
+
+
+# ---- look-ups ------------------------------------------------------------------------------------
+def _valid(rec) -> bool:
+    return (isinstance(rec, dict) and isinstance(rec.get("us"), dict) and isinstance(rec.get("shape"), list)
+            and len(rec["shape"]) == 3 and all(isinstance(x, int) and x > 0 for x in rec["shape"]))
+
+
+class Table:
+    """Bucketed measurements of one source ('tuned' or 'table:<file>') for one GPU."""
+
+    def __init__(self, entries: dict, source: str):
+        self.source = source
+        self.entries = {k: r for k, r in entries.items() if isinstance(k, str) and "|" in k and _valid(r)}
+        self._groups: dict = {}
+        for k in self.entries:
+            g, dims = _split(k)
+            self._groups.setdefault(g, []).append((dims, k))
+
+    def __len__(self):
+        return len(self.entries)
+
+    def lookup(self, group: str, M: int, N: int, K: int, variant: str):
+        """(us scaled to M x N x K, source) for `variant`, from this bucket or the nearest measured
+        one of the group (within NEAR half octaves), else None."""
+        want = (half_octave(M), half_octave(N), half_octave(K))
+        best = None
+        for dims, k in self._groups.get(group, ()):
+            d = sum(abs(x - y) for x, y in zip(dims, want))
+            if d <= NEAR and variant in self.entries[k]["us"] and (best is None or d < best[0]):
+                best = (d, k)
+        if best is None:
+            return None
+        rec = self.entries[best[1]]
+        m, n, k = rec["shape"]
+        us = float(rec["us"][variant])
+        if not math.isfinite(us) or us <= 0:
+            return None
+        scale = (M * N * K) / (m * n * k)
+        return us * scale, self.source + ("" if best[0] == 0 else "~")
+
+
+def gpu_key(name: str, driver: int, version: str) -> str:
+    return f"{name}|driver {driver}|cugemm {version}"
+
+
+def load_tuned(key: str, path: Path | None = None) -> Table:
+    data = _read(path or cache_path())
+    entries = data.get("entries", {}).get(key, {}) if data else {}
+    return Table(entries if isinstance(entries, dict) else {}, "tuned")
+
+
+def shipped_path(gpu_name: str) -> Path | None:
+    for model, fname in SHIPPED.items():
+        if model in gpu_name:
+            return Path(__file__).parent / "tables" / fname
+    return None
+
+
+def load_shipped(gpu_name: str) -> Table:
+    path = shipped_path(gpu_name)
+    if path is None or not path.exists():
+        return Table({}, "table")
+    data = _read(path)
+    return Table(data.get("entries", {}) if data else {}, f"table:{path.name}")
+
+
+class Measured:
+    """The `measured` callable of select.estimate: the tuning cache first, then the shipped table."""
+
+    def __init__(self, *tables: Table):
+        self.tables = [t for t in tables if len(t)]
+
+    def __call__(self, v, p):
+        if not self.tables:
+            return None
+        group = problem_group(p)
+        for t in self.tables:
+            hit = t.lookup(group, p.M, p.N, p.K, v.name)
+            if hit is not None:
+                return hit
+        return None

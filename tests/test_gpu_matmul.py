@@ -1,0 +1,192 @@
+"""cugemm.matmul on a GPU: correct on a grid of random shapes in every dtype and layout.
+
+240 products with each dimension drawn log-uniformly from 1 to 8192 (float16, bfloat16, float32,
+float32 with TF32 allowed; A and B row-major, transposed views, padded rows, misaligned pointers;
+2-D, batched and broadcast, 1-D; CuPy and torch), each against the float64 reference of the same
+inputs with the tolerance of cugemm.accuracy for the type the multiplies see, the output poisoned
+with NaN first whenever it is passed in.
+"""
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+import cugemm
+from cugemm import accuracy, testing
+
+pytestmark = pytest.mark.gpu
+cupy = pytest.importorskip("cupy")
+
+DTYPES = ("float16", "bfloat16", "float32", "tf32")
+LAYOUTS = ("row,row", "row,col", "col,row", "col,col", "padded,row", "row,padded", "offset,offset")
+MAX_WORK = 2 ** 34  # M * N * K per case (the float64 reference must stay quick)
+
+
+def _dim(rng):
+    return max(1, min(8192, int(round(math.exp(rng.uniform(0, math.log(8192)))))))
+
+
+def _cases(n=240, seed=13):
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        while True:
+            M, N, K = _dim(rng), _dim(rng), _dim(rng)
+            if M * N * K <= MAX_WORK:
+                break
+        kind = "2d"
+        if i % 8 == 3:
+            kind = "batched"
+        elif i % 8 == 5:
+            kind = "broadcast"
+        elif i % 24 == 7:
+            kind = "vector"
+        out.append((i, DTYPES[i % 4], LAYOUTS[(i // 4) % len(LAYOUTS)], kind, M, N, K,
+                    "torch" if i % 6 == 1 else "cupy", i % 2 == 0))
+    # the shapes the issue names, besides the random ones
+    out += [(1000, "float16", "row,row", "2d", 4095, 4097, 1023, "cupy", True),
+            (1001, "bfloat16", "row,col", "2d", 16, 8192, 8192, "torch", False),
+            (1002, "float16", "row,col", "2d", 1, 4096, 11008, "cupy", True),
+            (1003, "float32", "row,row", "2d", 4095, 4097, 1023, "cupy", False),
+            (1004, "bfloat16", "col,col", "batched", 3, 130, 260, "cupy", True)]
+    return out
+
+
+CASES = _cases()
+
+
+def _operand(x, layout, rng_offset=1):
+    """x (a fresh row-major CuPy array) re-laid: 'col' a transposed view, 'padded' rows with spare
+    elements, 'offset' a view starting one element into its buffer (2- or 4-byte aligned only)."""
+    if x.ndim < 2 and layout != "offset":
+        return x
+    if layout == "col":
+        return cupy.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2)
+    if layout == "padded":
+        buf = cupy.empty(x.shape[:-1] + (x.shape[-1] + 8,), dtype=x.dtype)
+        view = buf[..., :x.shape[-1]]
+        view.view(cupy.uint16 if x.itemsize == 2 else cupy.uint32)[...] = \
+            x.view(cupy.uint16 if x.itemsize == 2 else cupy.uint32)
+        return view
+    if layout == "offset":
+        flat = cupy.empty(x.size + rng_offset, dtype=x.dtype)
+        view = flat[rng_offset:].reshape(x.shape)
+        view.view(cupy.uint16 if x.itemsize == 2 else cupy.uint32)[...] = \
+            x.view(cupy.uint16 if x.itemsize == 2 else cupy.uint32)
+        return view
+    return x
+
+
+def _random(dtype, shape):
+    return testing.cast(cupy.random.standard_normal(shape, dtype=cupy.float32), dtype)
+
+
+def _reference(a, b):
+    return cupy.matmul(testing.to_float64(a), testing.to_float64(b))
+
+
+def _error(c, a, b, ref):
+    """accuracy.rel_error, except that the scale is the larger of ||ref|| and || |A| |B| || / sqrt(K):
+    a product of a few elements can cancel (a single dot product of random values may be near 0),
+    and then its relative error says nothing about the kernel. For random matrices of many
+    elements the second term is the smaller one (|A| |B| grows as K, A B as sqrt(K)), so the bound
+    is the table's."""
+    err = accuracy.rel_error(c, ref)
+    K = a.shape[-1]
+    absref = cupy.matmul(cupy.abs(testing.to_float64(a)), cupy.abs(testing.to_float64(b)))
+    scale = float(cupy.linalg.norm(absref.ravel())) / math.sqrt(K)
+    den = float(cupy.linalg.norm(ref.ravel()))
+    return err * den / max(den, scale) if den and math.isfinite(err) else err
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}-{c[3]}-{c[4]}x{c[5]}x{c[6]}-{c[7]}")
+def test_matmul_random_shapes(case):
+    i, dtype, layouts, kind, M, N, K, api, give_out = case
+    tf32 = dtype == "tf32"
+    dt = "float32" if tf32 else dtype
+    la, lb = layouts.split(",")
+    batch_a, batch_b = (), ()
+    if kind == "batched":
+        batch_a = batch_b = (1 + i % 3,)
+    elif kind == "broadcast":
+        batch_a, batch_b = (2, 1 + i % 2), ()
+    a0 = _random(dt, batch_a + (M, K))
+    b0 = _random(dt, batch_b + (K, N))
+    if kind == "vector":
+        a0 = a0[0]
+    a, b = _operand(a0, la), _operand(b0, lb)
+    ref = _reference(a0, b0)
+    out = None
+    if give_out:
+        out = testing.poisoned(ref.shape, dt) if ref.ndim >= 2 else None
+    if api == "torch":
+        torch = pytest.importorskip("torch")
+        ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
+        tout = torch.from_dlpack(out) if out is not None else None
+        c = cugemm.matmul(ta, tb, out=tout, allow_tf32=tf32)
+        assert isinstance(c, torch.Tensor) and c.dtype == ta.dtype and c.is_cuda
+        if tout is not None:
+            assert c is tout
+        torch.cuda.current_stream().synchronize()
+        c = cupy.from_dlpack(c)
+    else:
+        c = cugemm.matmul(a, b, out=out, allow_tf32=tf32)
+        assert isinstance(c, cupy.ndarray)
+        if out is not None:
+            assert c is out
+    assert c.shape == ref.shape and c.dtype == a0.dtype
+    math_dtype = "tfloat32" if tf32 else dt
+    err = _error(c, a0, b0, ref)
+    assert accuracy.within(err, math_dtype, "float32"), (err, str(cugemm.explain(a, b, allow_tf32=tf32)))
+
+
+def test_padding_is_bit_for_bit():
+    """matmul's zero-padded / realigned workspace gives exactly what the same kernel gives on
+    operands the user padded with zeros himself."""
+    M, N, K = 4095, 4097, 1023
+    a, b = _random("float16", (M, K)), _random("float16", (K, N))
+    plan = cugemm.explain(a, b).plan
+    assert plan.copies, "an unaligned shape needs a copy"
+    c = cugemm.matmul(a, b)
+    Kp, Np = -(-K // 8) * 8, -(-N // 8) * 8
+    ap = cupy.zeros((M, Kp), dtype=a.dtype)
+    ap[:, :K] = a
+    bp = cupy.zeros((Kp, Np), dtype=b.dtype)
+    bp[:K, :N] = b
+    cp = cugemm.matmul(ap, bp, variant=plan.variant.name)
+    assert bool(cupy.all(c.view(cupy.uint16) == cp[:, :N].view(cupy.uint16)))
+
+
+def test_torch_keeps_bfloat16_and_its_stream():
+    torch = pytest.importorskip("torch")
+    s = torch.cuda.Stream()
+    x = torch.randn(512, 1024, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(768, 1024, device="cuda", dtype=torch.bfloat16)
+    with torch.cuda.stream(s):
+        y = cugemm.matmul(x, w.T)  # the x @ W.T of a linear layer
+    s.synchronize()
+    assert y.dtype == torch.bfloat16 and y.shape == (512, 768)
+    ref = x.double() @ w.double().T
+    err = float((y.double() - ref).norm() / ref.norm())
+    assert err < accuracy.tolerance("bfloat16", "float32")
+
+
+def test_explain_names_the_choice_and_the_refusals():
+    a, b = _random("float16", (64, 256)), _random("float16", (256, 128))
+    text = str(cugemm.explain(a, b))
+    assert "chosen:" in text and "refused:" in text
+
+
+def test_bad_inputs_are_refused_with_the_rule():
+    a16, b32 = _random("float16", (8, 8)), _random("float32", (8, 8))
+    with pytest.raises(TypeError, match="one type"):
+        cugemm.matmul(a16, b32)
+    with pytest.raises(ValueError, match="inner dimensions"):
+        cugemm.matmul(a16, _random("float16", (9, 8)))
+    with pytest.raises(TypeError, match="host numpy"):
+        cugemm.matmul(cupy.asnumpy(a16), a16)
+    with pytest.raises(ValueError, match="M=300 is over"):
+        cugemm.matmul(_random("float16", (300, 64)), _random("float16", (64, 64)),
+                      variant=next(v.name for v in cugemm.variants("hgemm_skinny*")))
