@@ -173,16 +173,48 @@ def _choose(a, b, c, allow_tf32, variant, dev_id) -> select.Choice:
     return choice
 
 
+_RELAYOUT: dict = {}  # device id -> {element size: kernel}
+
+
+def _relayout_kernel(itemsize: int):
+    """kernels/util/relayout.cu's kernel for elements of `itemsize` bytes, on the current device."""
+    cupy = _cupy()
+    dev = cupy.cuda.runtime.getDevice()
+    fns = _RELAYOUT.get(dev)
+    if fns is None:
+        from . import jit
+
+        text = jit._file_source(jit.KERNEL_DIR / "util" / "relayout.cu")
+        loaded = jit.load_source(text, ["relayout<unsigned short>", "relayout<unsigned int>"],
+                                 what="kernels/util/relayout.cu")
+        fns = _RELAYOUT[dev] = {2: loaded["relayout<unsigned short>"], 4: loaded["relayout<unsigned int>"]}
+    return fns[itemsize]
+
+
 def _relayout(x, layout: str, ld: int, dims: tuple):
     """A copy of 2-D `x` laid out `layout` with leading dimension `ld`, its extent grown to `dims`
-    with zeros (the rows or columns past x's)."""
+    with zeros (the rows or columns past x's): kernels/util/relayout.cu when the copy's rows can be
+    written 16 bytes at a time, else CuPy's strided copy."""
     cupy = _cupy()
     rows, cols = dims
+    size = x.dtype.itemsize
     if layout == "row":
-        view = cupy.empty((rows, ld), dtype=x.dtype)[:, :cols]
+        buf = cupy.empty((rows, ld), dtype=x.dtype)
+        view = buf[:, :cols]
     else:
-        view = cupy.empty((cols, ld), dtype=x.dtype)[:, :rows].T
+        buf = cupy.empty((cols, ld), dtype=x.dtype)
+        view = buf[:, :rows].T
     r, c = x.shape
+    if ld * size % 16 == 0 and buf.data.ptr % 16 == 0:
+        src = x if layout == "row" else x.T  # the destination's rows are x's rows, or its columns
+        (sr, sc), (pr, pc) = src.shape, buf[:, :cols if layout == "row" else rows].shape
+        rs, cs = (st // size for st in src.strides)
+        vec = 16 // size
+        grid = (-(-pc // (128 * vec)), min(pr, 65535), 1)
+        _relayout_kernel(size)(grid, (128, 1, 1),
+                               (src, np.int64(rs), np.int64(cs), np.int32(sr), np.int32(sc), buf,
+                                np.int64(ld), np.int32(pr), np.int32(pc)))
+        return view
     if rows > r:
         _zero(view[r:, :])
     if cols > c:

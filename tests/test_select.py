@@ -262,3 +262,14 @@ def test_shipped_table_is_valid_and_names_registered_variants():
     for bucket, rec in data["entries"].items():
         assert set(rec["us"]) <= names, bucket
         assert all(t > 0 for t in rec["us"].values())
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_relayout_kernel_compiles_without_spills(arch):
+    """kernels/util/relayout.cu, matmul's copy into an aligned workspace, on every chip of the zoo."""
+    pytest.importorskip("cupy")
+    from cugemm import jit
+
+    text = jit._file_source(jit.KERNEL_DIR / "util" / "relayout.cu")
+    reports = jit.compile_source(text, ["relayout<unsigned short>", "relayout<unsigned int>"], arch)
+    assert len(reports) == 2 and all(r.spill_bytes == 0 and r.stack_frame == 0 for r in reports)
