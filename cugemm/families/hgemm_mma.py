@@ -32,6 +32,14 @@ with its measured TFLOP/s at 4096x4096x1024 / 4096^3 (% of cupy.matmul in the sa
                            K % 8 == 0): zero-filling cp.async on the tiles that
                            cross an edge, bounded 16-byte stores                 392  / 428   (61 / 57%)
                            (8192^3: 444, 65%; 4095x4104x1016: 232, 47%)
+ 12 _ws (06_ws.cu, sm_90a)  warp specialisation: one TMA producer thread (a
+                           producer warpgroup, 40 registers) fills a STAGES-deep
+                           ring on FULL/EMPTY mbarriers, 8 consumer warps (232
+                           registers) of 64x64 tiles run ldmatrix + mma.sync and
+                           never meet at a block barrier; 128x256x64, bands of 8
+                           tile rows, any aligned shape for free (TMA zero-fills)
+                           stage4_ws / _edge (4096^3):             454.6 / 449.9   (63.2 / 63.4%)
+                           (8192^3: 459.3 / 422.7, 64.2 / 64.2%)
 
 Measured on an NVIDIA H100 80GB HBM3 (132 SMs), 2026-11-23, `python bench.py --dtype f16 --variants
 'hgemm_mma*' --m 4096 --n 4096 --k 1024 4096` (cupy.matmul 643 / 756 TFLOP/s) and `--shapes
@@ -42,6 +50,30 @@ to 5%. A later session on the same kind of H100 (four processes, 4096x4096x1024 
 431-447 for _edge: at 4096^3 _edge ran 1.4%, 3.4%, 9.2% and 13.1% under the tile-multiple rung in
 four processes (at the other two shapes within 2.4% of it or ahead), bf16 _edge 9.4% under its own
 rung.
+
+Rung 12 (2026-11-23, NVIDIA H100 80GB HBM3, one process, `python bench.py --dtype f16 --variants
+'hgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi*,hgemm_mma_m16n8k16_mma*_ws*'
+--shapes 4096x4096x1024,4096x4096x4096,8192x8192x8192`; TFLOP/s (% of cupy.matmul, the bench's
+alternating-pair ratio); the 4096x4096x1024 table of that run was lost (the device was withdrawn
+before a second run), so rung 12 has no figure at that shape):
+                                        4096^3 (cupy 756.0)   8192^3 (cupy 666.5)
+  128x256x64 stage3 (rung 9)            479.6 (63.0%)         404.9 (56.5%)
+  ..._f16acc (rung 10)                  452.7 (62.6%)         457.8 (63.0%)
+  ..._edge (rung 11)                    405.7 (56.5%)         384.9 (56.3%)
+  mma2x4_warp4x8x4_stage3_ws            461.7 (63.8%)         459.6 (64.3%)
+  mma2x4_warp4x8x4_stage4_ws            454.6 (63.2%)         459.3 (64.2%)
+  mma4x2_warp4x8x4_stage4_ws (256x128)  449.6 (63.3%)         451.5 (64.3%)
+  mma2x4_warp4x8x4_stage4_ws_edge       449.9 (63.4%)         422.7 (64.2%)
+So taking the copies and the per-K-tile barrier off the consumer warps did NOT lift the
+tile-multiple rung at 4096^3 (63-64% either way, inside the run-to-run spread); it lifted 8192^3 by
+8 points (56.5 -> 64.2%) and the any-shape rung by 7-8 points at both (_edge 56.5 / 56.3% ->
+63.4 / 64.2%, now level with the tile-multiple rungs: the any-shape rung costs nothing). 3 vs 4
+stages, 128x256 vs 256x128 blocks: no difference. The issue's 65% at 4096^3 / 8192^3 and 70% at
+4096x4096x1024 are still not met. Per K-tile a 128x256x64 block reads 48 KB (TMA, L2 -> shared)
+and its warps read 128 KB of ldmatrix from shared memory: at the probes' 640 TFLOP/s that is 7.5
+TB/s from L2 for 132 SMs, the next suspect (not profiled: no ncu run was made). Rung 13
+(PENDING_DEVICE below: clusters of 2 with B multicast, 32 KB per K-tile per block) is the test of
+that; written, compiled, never run. bf16 rung 12 (bgemm_mma_fast): passed the GPU tests, not timed.
 
 Instruction ceiling (`python scripts/tc_peak.py --dtype f16`, H100, 2026-11-23, one run, beside
 cupy.matmul fp16 at 4096^3 = 774.9 TFLOP/s in the same process): mma.sync m16n8k16 issued back to
@@ -74,10 +106,17 @@ mmaAxB = A x B warps, warpCxD[xE] = C x D mma tiles of 16x8 per warp and E k ste
 `_swizzle` is the shared-memory XOR swizzle, `_bswizzle` the block (grid) swizzle in bands of 8 tile
 rows (`_bswizzle16`: 16; no `_bswizzle`: launch order). The bf16 siblings are the same kernels with
 T = __nv_bfloat16 (bf16 in and out, fp32 accumulate), named with the prefix bgemm_mma_ instead of
-hgemm_mma_. Aliases: hgemm_mma_fast / bgemm_mma_fast, the top rung (128x256x64, any aligned shape).
+hgemm_mma_. `_ws` (rung 12, sm_90a only): the TMA producer / mma.sync consumer kernel, which always
+has the 128-byte TMA swizzle, bands of 8 tile rows, double-buffered fragments and the shared-memory
+epilogue (warp-private copy-out); `_cluster2`: clusters of 2 blocks with B multicast (rung 13,
+pending). Aliases: hgemm_mma_fast / bgemm_mma_fast, the top any-shape rung
+(mma2x4_warp4x8x4_stage4_ws_edge: 128x256x64, sm_90a; on sm_80 use the rung 11 _edge names).
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
+from .. import tma
 from ..arch import archs_for_smem
 from ..variant import Variant
 
@@ -87,12 +126,12 @@ _TYPES = {"float16": "half", "bfloat16": "__nv_bfloat16"}
 
 
 def _record(name, *, source, template, params, tile, threads, dtype="float16", f16acc=False,
-            smem=0, edge=False, doc, **kw):
+            smem=0, edge=False, archs=None, doc, **kw):
     return Variant(
         name=name, family="hgemm_mma", source=source, template=template,
         params=params + (("T", _TYPES[dtype]),), tile=tile, block=(threads, 1, 1),
         dtype_in=dtype, dtype_out=dtype, dtype_acc="float16" if f16acc else "float32", math="mma",
-        multiple_of=EDGE_MULTIPLE if edge else tile, align=16, archs=archs_for_smem(smem),
+        multiple_of=EDGE_MULTIPLE if edge else tile, align=16, archs=archs or archs_for_smem(smem),
         smem_dynamic=smem, seed="cugemm", doc=doc, **kw)
 
 
@@ -151,6 +190,60 @@ def _swizzle(name, *, WARPS_M=2, WARPS_N=4, FRAGS_M=4, FRAGS_N=4, BK=32, STAGES=
                    smem=smem, edge=EDGE, doc=doc, **kw)
 
 
+WS_SLACK = 1024  # rung 12: the TMA ring is 1024-byte aligned by hand (128-byte swizzle atoms)
+
+
+def ws_smem_bytes(*, WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, STAGES) -> int:
+    """Dynamic shared memory of hgemm_mma_ws (mirrors hgemm_mma_ws_smem_bytes, 06_ws.cu): STAGES
+    A [BM][64] and B [64][BN] tiles of 16-bit elements and the alignment slack."""
+    bm, bn = _tiles(WARPS_M, WARPS_N, FRAGS_M, FRAGS_N)
+    return STAGES * (bm + bn) * 128 + WS_SLACK
+
+
+# ---- rung 12's kernel arguments: the tensor maps of A and B, cached per launch signature --------
+_ARGS: OrderedDict = OrderedDict()
+MAX_ARGS_CACHED = 256
+
+
+def _row_stride(op, cols: int, itemsize: int) -> int:
+    """Bytes between rows (a one-row matrix may report any stride: use the dense one)."""
+    return int(op.strides[0]) if op.shape[0] > 1 else cols * itemsize
+
+
+def _maps_ab(v, A, B, C, M, N, K):
+    """A in boxes {64 k, BM rows}, B in boxes {64 columns, 64 k}, 128-byte swizzled (06_ws.cu)."""
+    size = v.dt_in.itemsize
+    ma = tma.tensor_map_2d(A.ptr, v.dtype_in, M, K, _row_stride(A, K, size), (64, v.tile[0]))
+    mb = tma.tensor_map_2d(B.ptr, v.dtype_in, K, N, _row_stride(B, N, size), (64, 64))
+    return ma, mb
+
+
+def _tma_args(v, A, B, C, M, N, K):
+    """args_fn of rung 12: the two maps' kernel arguments; one dictionary look-up per launch in
+    steady state (the entry keeps the TensorMap objects, whose host bytes the arguments point at)."""
+    key = (v.name, A.ptr, B.ptr, M, N, K, A.strides, B.strides)
+    hit = _ARGS.get(key)
+    if hit is None:
+        maps = _maps_ab(v, A, B, C, M, N, K)
+        hit = _ARGS[key] = (maps, tuple(m.arg for m in maps))
+        while len(_ARGS) > MAX_ARGS_CACHED:
+            _ARGS.popitem(last=False)
+    return hit[1]
+
+
+def _ws(name, *, WARPS_M=2, WARPS_N=4, FRAGS_M=4, FRAGS_N=8, STAGES=4, GROUP=8, CLUSTER_M=1, EDGE=False,
+        dtype="float16", doc, **kw):
+    bm, bn = _tiles(WARPS_M, WARPS_N, FRAGS_M, FRAGS_N)
+    smem = ws_smem_bytes(WARPS_M=WARPS_M, WARPS_N=WARPS_N, FRAGS_M=FRAGS_M, FRAGS_N=FRAGS_N, STAGES=STAGES)
+    v = _record(name, source="hgemm_mma/06_ws.cu", template="hgemm_mma_ws",
+                params=(("WARPS_M", WARPS_M), ("WARPS_N", WARPS_N), ("FRAGS_M", FRAGS_M),
+                        ("FRAGS_N", FRAGS_N), ("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_M", CLUSTER_M),
+                        ("EDGE", EDGE)),
+                tile=(bm, bn, 64), threads=32 * WARPS_M * WARPS_N + 128, dtype=dtype, smem=smem, edge=EDGE,
+                archs=("sm_90a",), cluster=(1, CLUSTER_M, 1), doc=doc, args_fn=_tma_args, **kw)
+    return v
+
+
 _H = "hgemm_mma_m16n8k16_"
 _B = "bgemm_mma_m16n8k16_"
 _M24 = _H + "mma2x4_warp4x4"              # 128x128 block of 64x32 warp tiles
@@ -206,11 +299,50 @@ VARIANTS: tuple[Variant, ...] = (
     _swizzle(_H + _BIG + "_f16acc", **_W128x256x64, STAGES=3, **_TOP, F16ACC=True,
              doc="the 128x256x64 rung accumulating in fp16: half the accumulator registers"),
     # ---- rung 11: any M, N, K (16-byte-aligned rows) -------------------------------------------
-    _swizzle(_H + _BIG + "_edge", **_W128x256x64, STAGES=3, **_TOP, EDGE=True, aliases=("hgemm_mma_fast",),
+    _swizzle(_H + _BIG + "_edge", **_W128x256x64, STAGES=3, **_TOP, EDGE=True,
              doc="any M, N, K with N, K % 8 == 0: zero-filling cp.async at the tails, bounded stores"),
+    # ---- rung 12: warp specialisation, a TMA producer and 8 mma.sync consumer warps (sm_90a) -------
+    _ws(_H + "mma2x4_warp4x8x4_stage3_ws", STAGES=3,
+        doc="a TMA producer warpgroup and 8 mma.sync consumer warps on FULL/EMPTY mbarriers, 3 stages"),
+    _ws(_H + "mma2x4_warp4x8x4_stage4_ws", STAGES=4,
+        doc="a TMA producer warpgroup and 8 mma.sync consumer warps on FULL/EMPTY mbarriers, 4 stages"),
+    _ws(_H + "mma4x2_warp4x8x4_stage4_ws", WARPS_M=4, WARPS_N=2, STAGES=4,
+        doc="the warp-specialised TMA rung with 256x128x64 blocks (4 x 2 consumer warps)"),
+    _ws(_H + "mma2x4_warp4x8x4_stage4_ws_edge", STAGES=4, EDGE=True, aliases=("hgemm_mma_fast",),
+        doc="any M, N, K with N, K % 8 == 0: TMA zero-fills the tails, bounded stores"),
+    # the any-shape form of the 128x128x64 rung: 96 KB of shared memory, so it is the any-shape
+    # rung of the chips with ~100 KB per block (sm_86, sm_89; cugemm.matmul's fallback there)
+    _swizzle(_H + "mma2x2_warp4x8x4_stage3" + _SUFFIX + "_edge", **_W128x128x64, STAGES=3, **_TOP, EDGE=True,
+             doc="128x128x64, any M, N, K with N, K % 8 == 0 (fits sm_86/sm_89 shared memory)"),
     # ---- bf16 siblings of the top rungs ------------------------------------------------------------
+    _swizzle(_B + "mma2x2_warp4x8x4_stage3" + _SUFFIX + "_edge", **_W128x128x64, STAGES=3, **_TOP, EDGE=True,
+             dtype="bfloat16", doc="bf16, 128x128x64, any M, N, K with N, K % 8 == 0 (fits sm_86/sm_89)"),
     _swizzle(_B + _BIG, **_W128x256x64, STAGES=3, **_TOP, dtype="bfloat16",
              doc="bf16 in and out (mma ...bf16), fp32 accumulate: the 128x256x64 rung"),
     _swizzle(_B + _BIG + "_edge", **_W128x256x64, STAGES=3, **_TOP, EDGE=True, dtype="bfloat16",
-             aliases=("bgemm_mma_fast",), doc="bf16, any M, N, K with N, K % 8 == 0"),
+             doc="bf16, any M, N, K with N, K % 8 == 0"),
+    _ws(_B + "mma2x4_warp4x8x4_stage4_ws", STAGES=4, dtype="bfloat16",
+        doc="bf16 in and out, fp32 accumulate: the warp-specialised TMA rung"),
+    _ws(_B + "mma2x4_warp4x8x4_stage4_ws_edge", STAGES=4, EDGE=True, dtype="bfloat16",
+        aliases=("bgemm_mma_fast",),
+        doc="bf16, the warp-specialised TMA rung, any M, N, K with N, K % 8 == 0"),
+)
+
+# Rung 13, written and compiled (0 spills, sm_90a; tests/test_registry_hgemm_mma.py compiles them)
+# but NOT registered: the device was withdrawn before they ran once, so neither their correctness on
+# a GPU nor their speed is known. Clusters of 2 blocks on tiles stacked in M (__cluster_dims__(1, 2,
+# 1), grid y rounded to even by the launcher): each block's producer copies its own A and half of B
+# (2 of 4 panels) with TMA multicast to both blocks, EMPTY counts the consumer warps of both blocks
+# (16), and every consumer warp releases a stage in both (mbarrier_arrive_remote): per K-tile a block
+# reads 32 KB from L2 instead of 48 KB. To register: move them into VARIANTS (after rung 12) once a
+# GPU run has passed tests/test_gpu.py and tests/test_registry_hgemm_mma.py -m gpu on them.
+PENDING_DEVICE: tuple[Variant, ...] = (
+    _ws(_H + "mma2x4_warp4x8x4_stage4_ws_cluster2", STAGES=4, CLUSTER_M=2,
+        doc="clusters of 2 tiles stacked in M: each block copies half of B, multicast to both"),
+    _ws(_H + "mma2x4_warp4x8x4_stage3_ws_cluster2", STAGES=3, CLUSTER_M=2,
+        doc="clusters of 2 tiles stacked in M, B multicast, 3 stages"),
+    _ws(_H + "mma2x4_warp4x8x4_stage4_ws_cluster2_edge", STAGES=4, CLUSTER_M=2, EDGE=True,
+        doc="clusters of 2, B multicast, any M, N, K with N, K % 8 == 0"),
+    _ws(_B + "mma2x4_warp4x8x4_stage4_ws_cluster2_edge", STAGES=4, CLUSTER_M=2, EDGE=True, dtype="bfloat16",
+        doc="bf16, clusters of 2 with B multicast, any M, N, K with N, K % 8 == 0"),
 )

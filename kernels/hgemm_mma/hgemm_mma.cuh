@@ -220,12 +220,7 @@ __device__ __forceinline__ void store_c(unsigned sC, T* c, int m0, int n0, int M
   for (int i = 0; i < BM * C_CPR / NT; ++i) {
     const int q = tid + i * NT, row = q / C_CPR, cc = q % C_CPR;
     if (EDGE && (m0 + row >= M || n0 + cc * 8 >= N)) continue;
-    unsigned x, y, z, w;
-    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(x), "=r"(y), "=r"(z), "=r"(w)
-                 : "r"(sC + xor_swizzle_chunk<C_CPR>(row, cc) * 16)
-                 : "memory");
-    st_global_16B(c + (m0 + row) * N + n0 + cc * 8, x, y, z, w);
+    copy_shared_to_global_16B(c + (m0 + row) * N + n0 + cc * 8, sC + xor_swizzle_chunk<C_CPR>(row, cc) * 16);
   }
 }
 

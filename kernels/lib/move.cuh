@@ -75,3 +75,15 @@ CUGEMM_DEVICE void st_global_16B(void* p, unsigned x, unsigned y, unsigned z, un
   asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(__cvta_generic_to_global(p)),
                "r"(x), "r"(y), "r"(z), "r"(w));
 }
+
+// 16 bytes from shared memory (a shared-window address, 16-byte aligned) to global memory (`p`
+// 16-byte aligned): ld.shared.v4 then st_global_16B, the last step of the epilogues that stage C
+// through shared memory.
+CUGEMM_DEVICE void copy_shared_to_global_16B(void* p, unsigned smem_addr) {
+  unsigned x, y, z, w;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(x), "=r"(y), "=r"(z), "=r"(w)
+               : "r"(smem_addr)
+               : "memory");
+  st_global_16B(p, x, y, z, w);
+}
