@@ -2,15 +2,21 @@
 kernels need, the top rungs really are Hopper kernels (the SASS of their NVRTC cubins holds HGMMA
 and UTMALDG: a silent fallback to another instruction cannot pass), the persistent grids fit the
 GPU, and TMA arguments are refused before launch when TMA cannot describe the operands. No GPU
-needed (the SASS test needs cuobjdump: the toolkit's or the nvidia-cuda-cuobjdump wheel)."""
+needed (the SASS test needs cuobjdump: the toolkit's or the nvidia-cuda-cuobjdump wheel).
+
+Issue 13's forms of the top rung: transposed operands read without a copy (A_COL, B_COL), any shape
+and leading dimension (strided), and the ANY_C sibling for a C that TMA cannot store; their tensor
+maps (or C's row stride) are built from the operands' true strides."""
 import re
 
+import numpy as np
 import pytest
 
 import cugemm
 from cugemm import jit, toolkit
 from cugemm.families import hgemm_wgmma
-from cugemm.launch import describe
+from cugemm import tma
+from cugemm.launch import check_operands, describe
 from cugemm.registry import get_variant, variants
 from cugemm.variant import DeviceInfo
 
@@ -34,7 +40,12 @@ H100 = DeviceInfo(cc=90, sms=132, smem_optin=232448)
 
 
 def _family():
-    return variants(family="hgemm_wgmma")
+    """This family's table (another file may register rungs under the same family name)."""
+    mine = {v.name for v in hgemm_wgmma.VARIANTS}
+    return [v for v in variants(family="hgemm_wgmma") if v.name in mine]
+
+
+FORMS = {"_acol": ("col", "row"), "_bcol": ("row", "col"), "_acol_bcol": ("col", "col")}
 
 
 def test_ladder_is_registered_in_order():
@@ -44,8 +55,18 @@ def test_ladder_is_registered_in_order():
 
 def test_aliases():
     fast = get_variant("hgemm_wgmma_fast")
-    assert fast.family == "hgemm_wgmma" and fast.dtype_in == "float16" and fast.multiple_of == (1, 8, 8)
+    assert fast.family == "hgemm_wgmma" and fast.dtype_in == "float16" and fast.multiple_of == (1, 8, 1)
+    assert fast.strided and fast.a_layout == fast.b_layout == "row" and fast.c_align == 16
     assert get_variant("hgemm_wgmma_fast_bf16").dtype_in == "bfloat16"
+    for bf in ("", "_bf16"):
+        for suffix, (la, lb) in FORMS.items():
+            v = get_variant("hgemm_wgmma_fast" + suffix + bf)
+            assert v.name == _P + "_cluster2_tma_store_stage4" + suffix + bf
+            assert (v.a_layout, v.b_layout, v.c_align) == (la, lb, 16)
+        for suffix, (la, lb) in [("", ("row", "row")), *FORMS.items()]:
+            v = get_variant("hgemm_wgmma_fast_anyc" + suffix + bf)
+            assert v.name == _P + "_cluster2_anyc_stage3" + suffix + bf
+            assert (v.a_layout, v.b_layout, v.c_align, v.strided) == (la, lb, 2, True)
     tf = get_variant("hgemm_wgmma_tf32_fast")
     assert tf.dtype_in == "float32" and tf.math_dtype == "tfloat32"
 
@@ -73,11 +94,20 @@ def test_record(v):
         return
     assert f"n{p['BN']}k16" in v.name and v.tile == (128, p["BN"], 64)
     if v.template == "hgemm_wgmma_persistent":
-        assert v.block == (384, 1, 1) and v.multiple_of == (1, 8, 8)
+        assert v.block == (384, 1, 1)
         assert v.cluster == (p["CLUSTER_M"], 1, 1)
         assert ("_cluster2" in v.name) == (p["CLUSTER_M"] == 2)
-        assert ("_tma_store" in v.name) == p["TMA_STORE"]
-        assert v.smem_dynamic == hgemm_wgmma.persistent_smem_bytes(p["BN"], p["STAGES"], p["TMA_STORE"])
+        assert ("_tma_store" in v.name) == p["TMA_STORE"] and ("_anyc" in v.name) == p["ANY_C"]
+        assert ("_acol" in v.name) == p["A_COL"] == (v.a_layout == "col")
+        assert ("_bcol" in v.name) == p["B_COL"] == (v.b_layout == "col")
+        assert v.layout == "row" and v.c_align == (2 if p["ANY_C"] else 16)
+        # the forms of issue 13 (and rung 7 itself) take any shape and leading dimension
+        assert v.strided == (p["TMA_STORE"] and p["CLUSTER_M"] == 2 or p["ANY_C"])
+        # TMA stores write a row's last 16-byte piece whole: their C rows must end on 16 bytes
+        assert v.multiple_of == ((1, 1, 1) if p["ANY_C"] else (1, 8, 1) if v.strided else (1, 8, 8))
+        assert p["NARROW_EDGE"] == (p["A_COL"] or p["B_COL"] or p["ANY_C"])
+        assert v.smem_dynamic == hgemm_wgmma.persistent_smem_bytes(p["BN"], p["STAGES"], p["TMA_STORE"],
+                                                                   p["ANY_C"])
     else:
         assert v.multiple_of == v.tile and v.cluster == (1, 1, 1)
         assert v.smem_dynamic == hgemm_wgmma.ring_smem_bytes(128, p["BN"], p["STAGES"])
@@ -119,13 +149,20 @@ def test_persistent_grid(name):
 
 
 def test_shape_rules():
-    v = get_variant("hgemm_wgmma_fast")
+    v = get_variant(_P + "_cluster2_stage4")
     v.check_shape(1, 8, 8)
     v.check_shape(4095, 4104, 1016)
     with pytest.raises(ValueError, match="N=12 is not a multiple of 8"):
         v.check_shape(16, 12, 64)
     with pytest.raises(ValueError, match="K=20 is not a multiple of 8"):
         v.check_shape(16, 16, 20)
+    for name in ("hgemm_wgmma_fast", "hgemm_wgmma_fast_acol_bcol", "hgemm_wgmma_fast_anyc_bf16"):
+        for shape in [(1, 8, 1), (17, 24, 9), (4095, 4104, 1023)]:
+            get_variant(name).check_shape(*shape)  # strided: the leading dimensions carry the alignment
+    for shape in [(1, 1, 1), (17, 23, 9), (4095, 4097, 1023)]:
+        get_variant("hgemm_wgmma_fast_anyc_acol").check_shape(*shape)
+        with pytest.raises(ValueError, match=r"N=\d+ is not a multiple of 8"):
+            get_variant("hgemm_wgmma_fast_bcol").check_shape(*shape)
     get_variant("hgemm_wgmma_tf32_fast").check_shape(7, 4, 12)
     with pytest.raises(ValueError, match="M=64 is not a multiple of 128"):
         get_variant("hgemm_wgmma_m64n128k16_tma_stage4").check_shape(64, 128, 64)
@@ -173,3 +210,109 @@ def test_top_variants_are_hopper_kernels(name):
         assert "UTMALDG.2D.MULTICAST" in sass, "a cluster variant without TMA multicast"
     if v.param_dict.get("TMA_STORE") or v.template == "hgemm_wgmma_persistent_bt":
         assert "UTMASTG.2D" in sass, "a TMA-store epilogue without UTMASTG"
+
+
+# ---- issue 13: the operand forms' tensor maps, ANY_C's row stride, the launcher's rules ------------
+BASE = 0x7F0000000000
+
+
+def _ops(M, N, K, *, a_col=False, b_col=False, lda=None, ldb=None, ldc=None, c_off=0, size=2):
+    """Fake operands: A (M x K), B (K x N), C (M x N) with leading dimensions in elements ('col':
+    the transposed view of a row-major array with that row length)."""
+    lda = lda or (M if a_col else K)
+    ldb = ldb or (K if b_col else N)
+    ldc = ldc or N
+    a = _Fake((M, K), "<f2", BASE, (size, lda * size) if a_col else (lda * size, size))
+    b = _Fake((K, N), "<f2", BASE + 2**30, (size, ldb * size) if b_col else (ldb * size, size))
+    c = _Fake((M, N), "<f2", BASE + 2**31 + c_off, (ldc * size, size))
+    return a, b, c
+
+
+@pytest.fixture
+def fake_encode(monkeypatch):
+    made = []
+
+    class _Map:
+        def __init__(self, s):
+            self.spec, self.arg = s, ("map", s)
+
+    def encode(s):
+        tma.check_2d(s)
+        made.append(s)
+        return _Map(s)
+
+    monkeypatch.setattr(tma, "encode_2d", encode)
+    tma.clear_cache()
+    hgemm_wgmma._ARGS.clear()
+    yield made
+    tma.clear_cache()
+    hgemm_wgmma._ARGS.clear()
+
+
+@pytest.mark.parametrize("suffix", ["", "_acol", "_bcol", "_acol_bcol"])
+def test_maps_of_each_form(fake_encode, suffix):
+    """4095 x 4096 x 1023 with leading dimensions padded to 16 bytes (and beyond): the maps describe the memory
+    as it lies (a 'col' operand's rows are its columns) with the true extents (TMA zero-fills past
+    them), boxes of what the kernel's tiles hold."""
+    v = get_variant("hgemm_wgmma_fast" + suffix)
+    M, N, K = 4095, 4096, 1023
+    a_col, b_col = "acol" in suffix, "bcol" in suffix
+    a, b, c = _ops(M, N, K, a_col=a_col, b_col=b_col, lda=4096 if a_col else 1024,
+                   ldb=1024 if b_col else 4104, ldc=4104)
+    A, B, C = (describe(x, w, v.name) for x, w in ((a, "A"), (b, "B"), (c, "out")))
+    assert check_operands(v, A, B, C) == (M, N, K)
+    args = v.extra_args(A, B, C, M, N, K)
+    sa, sb, sc = (x[1] for x in args)
+    assert (sa.rows, sa.cols, sa.row_stride, sa.box) == ((K, M, 8192, (64, 64)) if a_col else
+                                                         (M, K, 2048, (64, 128)))
+    assert (sb.rows, sb.cols, sb.row_stride, sb.box) == ((N, K, 2048, (64, 64)) if b_col else
+                                                         (K, N, 8208, (64, 64)))
+    assert (sc.rows, sc.cols, sc.row_stride, sc.box) == (M, N, 8208, (64, 64))
+    assert v.extra_args(A, B, C, M, N, K) is args  # remembered per (operands, shape)
+
+
+@pytest.mark.parametrize("suffix", ["", "_acol_bcol"])
+def test_any_c_gets_the_row_stride(fake_encode, suffix):
+    """ANY_C: C may be 2-byte aligned with any row stride; its last argument is that stride in
+    elements (no map of C is made); A and B still need 16-byte rows."""
+    v = get_variant("hgemm_wgmma_fast_anyc" + suffix)
+    M, N, K = 4095, 4097, 1023
+    a_col, b_col = "acol" in suffix, "bcol" in suffix
+    a, b, c = _ops(M, N, K, a_col=a_col, b_col=b_col, lda=4096 if a_col else 1024,
+                   ldb=1024 if b_col else 4104, ldc=4097, c_off=2)
+    A, B, C = (describe(x, w, v.name) for x, w in ((a, "A"), (b, "B"), (c, "out")))
+    assert check_operands(v, A, B, C) == (M, N, K)
+    args = v.extra_args(A, B, C, M, N, K)
+    assert isinstance(args[2], np.int32) and int(args[2]) == 4097
+    assert len(fake_encode) == 2
+    with pytest.raises(ValueError, match="16-byte aligned|not a multiple of 16"):
+        get_variant("hgemm_wgmma_fast" + suffix).extra_args(A, B, C, M, N, K)  # TMA cannot store this C
+
+
+def test_one_row_and_one_column_operands(fake_encode):
+    """1 x N x 1: a matrix of one memory row gets a 16-byte stride (TMA's rule even for a stride it
+    never uses), whatever the operand reports."""
+    for name, N in (("hgemm_wgmma_fast_acol_bcol", 8), ("hgemm_wgmma_fast_anyc", 1)):
+        v = get_variant(name)
+        a, b, c = _ops(1, N, 1, a_col="acol" in name, b_col="bcol" in name, lda=8, ldb=8)
+        A, B, C = (describe(x, w, v.name) for x, w in ((a, "A"), (b, "B"), (c, "out")))
+        assert check_operands(v, A, B, C) == (1, N, 1)
+        args = v.extra_args(A, B, C, 1, N, 1)
+        assert all(x[1].row_stride == 16 for x in args if isinstance(x, tuple))
+
+
+@pytest.mark.parametrize("name", ["hgemm_wgmma_fast_acol", "hgemm_wgmma_fast_anyc_bcol_bf16"])
+def test_new_forms_are_hopper_kernels(name):
+    """The forms issue the narrow-edge wgmmas (n64 .. n256); ANY_C writes C with plain stores
+    (STG, 4 and 2 bytes) and no TMA store; the TMA-store forms keep UTMASTG."""
+    if toolkit.find_tool("cuobjdump") is None:
+        pytest.skip("no cuobjdump on PATH, in the CUDA toolkit or in the nvidia-cuda-cuobjdump wheel")
+    v = get_variant(name)
+    sass = _sass(v)
+    for n in (64, 128, 192, 256):
+        assert re.search(rf"\bHGMMA\.64x{n}x16\.F32", sass), f"no wgmma m64n{n} in the SASS"
+    assert "UTMALDG.2D.MULTICAST" in sass and "USETMAXREG" in sass
+    if v.param_dict["ANY_C"]:
+        assert "UTMASTG" not in sass and "STG.E.U16" in sass and re.search(r"\bSTG\.E\b", sass)
+    else:
+        assert "UTMASTG.2D" in sass

@@ -24,9 +24,34 @@ bf16 siblings (`_bf16`) of the top rungs, and a TF32 sibling of the top structur
 inputs (`hgemm_wgmma_tf32_*`, 05_tf32.cu) whose tensor maps make the copy engine round A and B to
 TF32 (round to nearest, as cuBLAS), at no cost in instructions or shared-memory passes.
 
+Issue 13's forms of rung 7 (04_persistent.cu), in fp16 and bf16, for what cugemm.matmul hands it:
+`_acol`, `_bcol`, `_acol_bcol` read A and/or B column-major without a copy (a.T, the x @ W.T of a
+linear layer: a_layout / b_layout 'col'); `_anyc_stage3[...]` writes a C that TMA cannot store (a
+2-byte aligned pointer or row stride, c_align=2: each consumer stages its whole slab, the producer
+warpgroup's three idle warps store it, 3 stages to make room) in all four operand forms. Rung 7 and
+all these are `strided`: any M, K (and N: ANY_C; the TMA-store forms N % 8 == 0, a TMA store
+writing the 16-byte piece that holds a row's last column whole) and leading dimensions, as long as
+A's and B's (and, but for ANY_C, C's) are multiples of 16 bytes; the forms also narrow the wgmmas of a right-edge tile to its
+live panels (NARROW_EDGE). Measured on an H100 SXM (2026-11-23, scripts/bench_wgmma_forms.py: each
+form on operands in its own layout, alternating with cupy.matmul on the same views; TFLOP/s and
+same-run %), 4096^3 / 4096x4096x1024:
+  fp16 tma_store  row 754 (99.5%) / 637 (99.0%)   acol 763 (100.5%) / 637 (99.7%)
+                  bcol 750 (99.3%) / 635 (100.1%)  acol_bcol 754 (99.4%) / 640 (100.1%)
+  fp16 anyc       row 725 (95.4%) / 576 (91.2%)   acol 728 (96.1%) / 575 (90.5%)
+                  bcol 715 (94.3%) / 566 (90.0%)   acol_bcol 713 (93.7%) / 563 (88.4%)
+  bf16 at 4096x4096x1024: tma_store 639-653 (97.6-101.1%), anyc 573-595 (87.5-90.4%).
+  4095x4097x1023 (A, B in 16-byte-padded workspaces, C the dense 4095 x 4097 array, written in
+  place), against cupy.matmul on the dense unpadded operands (142 TFLOP/s): anyc fp16 480-493
+  TFLOP/s (337-346%), bf16 492-499 (347-353%). NARROW_EDGE is worth +10% there (TMA-store forms at
+  4095x4104x1023: 507 TFLOP/s without it, 556-562 with it). Where ANY_C's 9-10% at K = 1024 go:
+  3 stages instead of 4 cost 2.6% (rung 7 with STAGES = 3: 620 against 635 TFLOP/s), the stores by
+  the three producer warps the rest (an earlier version of store_staged_slab, one load and store
+  per 128 bytes, ran at 421 TFLOP/s, 66%).
+
 Rungs 1 to 4 need M, N, K multiples of their tile; the persistent rungs take any M and N, K
 multiples of 8 (16-byte rows; TF32: multiples of 4), the copy engine zero-filling what lies past the
-edges and the stores bounded. The TMA rungs get their tensor maps from cugemm/tma.py (cached per
+edges and the stores bounded; rung 7 and its forms any M and K (ANY_C: any N) with 16-byte
+leading dimensions. The TMA rungs get their tensor maps from cugemm/tma.py (cached per
 pointer, shape and strides; a shape TMA cannot describe is refused with a ValueError before launch),
 and remember a launch's maps per (operands, shape) here.
 
@@ -78,6 +103,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+import numpy as np
+
 from .. import tma
 from ..variant import Variant
 
@@ -94,10 +121,11 @@ def ring_smem_bytes(bm: int, bn: int, stages: int) -> int:
     return stages * (bm + bn) * 128 + SLACK
 
 
-def persistent_smem_bytes(bn: int, stages: int, tma_store: bool) -> int:
+def persistent_smem_bytes(bn: int, stages: int, tma_store: bool, any_c: bool = False) -> int:
     """Mirrors hgemm_wgmma_persistent_smem_bytes (04_persistent.cu): the ring, and the staging boxes
-    of the TMA-store epilogue."""
-    return stages * (BM + bn) * 128 + (STAGING_BYTES if tma_store else 0) + SLACK
+    of the TMA-store epilogue (or ANY_C's two whole staged slabs, 64 x bn each)."""
+    return (stages * (BM + bn) * 128 + (STAGING_BYTES if tma_store else 0) + (2 * 64 * bn * 2 if any_c else 0)
+            + SLACK)
 
 
 def persistent_bt_smem_bytes(stages: int) -> int:
@@ -125,8 +153,8 @@ def _cached(maps_fn):
         key = (v.name, A.ptr, B.ptr, C.ptr, M, N, K, A.strides, B.strides, C.strides)
         hit = _ARGS.get(key)
         if hit is None:
-            maps = maps_fn(v, A, B, C, M, N, K)
-            hit = _ARGS[key] = (maps, tuple(m.arg for m in maps))
+            maps = maps_fn(v, A, B, C, M, N, K)  # TensorMaps (and plain scalars, passed as they are)
+            hit = _ARGS[key] = (maps, tuple(getattr(m, "arg", m) for m in maps))
             while len(_ARGS) > MAX_ARGS_CACHED:
                 _ARGS.popitem(last=False)
         return hit[1]
@@ -135,9 +163,13 @@ def _cached(maps_fn):
     return args_fn
 
 
-def _row_stride(op, cols: int, itemsize: int) -> int:
-    """Bytes between rows (a one-row matrix may report any stride: use the dense one)."""
-    return int(op.strides[0]) if op.shape[0] > 1 else cols * itemsize
+def _row_stride(op, cols: int, itemsize: int, layout: str = "row") -> int:
+    """Bytes between the rows of `op` as it lies in memory: strides[0] for a 'row' operand,
+    strides[1] for a 'col' one (whose memory rows are its columns). A matrix of one memory row may
+    report any stride: use the dense one, rounded up to the 16 bytes TMA asks even of a stride it
+    never uses."""
+    axis = 0 if layout == "row" else 1
+    return int(op.strides[axis]) if op.shape[axis] > 1 else -(-cols * itemsize // 16) * 16
 
 
 def _maps_ab(v, A, B, C, M, N, K):
@@ -149,11 +181,23 @@ def _maps_ab(v, A, B, C, M, N, K):
     return ma, mb
 
 
-def _maps_abc(v, A, B, C, M, N, K):
-    """Rungs 5-7: A and B as above, and C (box {64, 64}, what a consumer's staging box holds)."""
-    ma, mb = _maps_ab(v, A, B, C, M, N, K)
-    mc = tma.tensor_map_2d(C.ptr, v.dtype_out, M, N, _row_stride(C, N, v.dt_out.itemsize), (64, 64))
-    return ma, mb, mc
+def _maps_persistent(v, A, B, C, M, N, K):
+    """Rungs 5-7 and their forms: A (box {64 k, 128 rows}; 'col': box {64 m, 64 k} of the K x M
+    memory), B (box {64 columns, 64 k}; 'col': box {64 k, 64 n} of the N x K memory), then C (box
+    {64, 64}, what a consumer's staging box holds) or, for ANY_C, C's row stride in elements."""
+    dt, size = v.dtype_in, v.dt_in.itemsize
+    if v.a_layout == "col":
+        ma = tma.tensor_map_2d(A.ptr, dt, K, M, _row_stride(A, M, size, "col"), (64, BK))
+    else:
+        ma = tma.tensor_map_2d(A.ptr, dt, M, K, _row_stride(A, K, size), (BK, v.tile[0]))
+    if v.b_layout == "col":
+        mb = tma.tensor_map_2d(B.ptr, dt, N, K, _row_stride(B, K, size, "col"), (BK, 64))
+    else:
+        mb = tma.tensor_map_2d(B.ptr, dt, K, N, _row_stride(B, N, size), (64, BK))
+    osize = v.dt_out.itemsize
+    if v.param_dict.get("ANY_C"):
+        return ma, mb, np.int32(_row_stride(C, N, osize) // osize if M > 1 else N)
+    return ma, mb, tma.tensor_map_2d(C.ptr, v.dtype_out, M, N, _row_stride(C, N, osize), (64, 64))
 
 
 def _maps_bt(v, A, B, C, M, N, K):
@@ -229,14 +273,57 @@ def _ws(name, *, BN, CONSUMERS, STAGES, dtype="float16", doc, **kw):
                    **_common(name, dtype, doc, **kw))
 
 
-def _persistent(name, *, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STORE=False, dtype="float16", doc,
-                **kw):
+def _persistent(name, *, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STORE=False, ANY_C=False, A_COL=False,
+                B_COL=False, NARROW_EDGE=False, dtype="float16", doc, **kw):
+    """04_persistent.cu. With strided=True (the top rung and its forms) any M and K, and any N for
+    ANY_C: the tensor maps carry the true shape and leading dimensions, TMA zero-fills past them;
+    only the leading dimensions must be multiples of 16 bytes (TMA's rule; ANY_C's C: of 2). The
+    TMA-store forms keep N % 8 == 0: a TMA store writes the 16-byte piece of a row that holds the
+    last column whole (measured on an H100: a 1 x 1 C got 7 more elements), so C's rows must end on
+    16 bytes; ANY_C's bounded stores take any N."""
+    if kw.get("strided"):
+        kw.setdefault("multiple_of", (1, 1, 1) if ANY_C else (1, 8, 1))
+    if ANY_C:
+        kw.setdefault("c_align", 2)
     return Variant(source="hgemm_wgmma/04_persistent.cu", template="hgemm_wgmma_persistent",
                    params=(("BN", BN), ("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_M", CLUSTER_M),
-                           ("TMA_STORE", TMA_STORE), ("T", CTYPES[dtype])),
-                   tile=(BM, BN, BK), block=(384, 1, 1), multiple_of=(1, 8, 8),
-                   smem_dynamic=persistent_smem_bytes(BN, STAGES, TMA_STORE), cluster=(CLUSTER_M, 1, 1),
-                   grid_fn=_persistent_grid, args_fn=_cached(_maps_abc), **_common(name, dtype, doc, **kw))
+                           ("TMA_STORE", TMA_STORE), ("ANY_C", ANY_C), ("A_COL", A_COL), ("B_COL", B_COL),
+                           ("NARROW_EDGE", NARROW_EDGE), ("T", CTYPES[dtype])),
+                   tile=(BM, BN, BK), block=(384, 1, 1), a_layout="col" if A_COL else "row",
+                   b_layout="col" if B_COL else "row",
+                   smem_dynamic=persistent_smem_bytes(BN, STAGES, TMA_STORE, ANY_C), cluster=(CLUSTER_M, 1, 1),
+                   grid_fn=_persistent_grid, args_fn=_cached(_maps_persistent),
+                   **_common(name, dtype, doc, **{"multiple_of": (1, 8, 8), **kw}))
+
+
+# The operand forms of the top rung (A_COL, B_COL) and its any-C sibling, in both 16-bit types.
+_FORMS = (("", False, False), ("_acol", True, False), ("_bcol", False, True), ("_acol_bcol", True, True))
+_FORM_DOC = {"_acol": "A read column-major (a.T of a row-major K x M: M-major A tiles, transposed wgmma A)",
+             "_bcol": "B read column-major (the x @ W.T of a linear layer: K-major B tiles)",
+             "_acol_bcol": "A and B read column-major (C^T's operands as stored: a.T @ W.T)"}
+
+
+def _top_forms(dtype: str) -> tuple:
+    """Rung 7's transposed-operand forms, and the ANY_C sibling in all four operand forms."""
+    bf = "_bf16" if dtype == "bfloat16" else ""
+    out = []
+    for suffix, a_col, b_col in _FORMS:
+        if suffix:
+            out.append(_persistent(
+                _P + "_cluster2_tma_store_stage4" + suffix + bf, CLUSTER_M=2, TMA_STORE=True, A_COL=a_col,
+                B_COL=b_col, NARROW_EDGE=True, dtype=dtype, strided=True,
+                aliases=("hgemm_wgmma_fast" + suffix + bf,),
+                doc=f"rung 7 with {_FORM_DOC[suffix]}, no copy; any M, N, K and leading dimensions; an edge "
+                    "tile of 1-3 live panels issues n64-n192 wgmmas"))
+        out.append(_persistent(
+            _P + "_cluster2_anyc_stage3" + suffix + bf, STAGES=3, CLUSTER_M=2, ANY_C=True, A_COL=a_col,
+            B_COL=b_col, NARROW_EDGE=True, dtype=dtype, strided=True,
+            aliases=("hgemm_wgmma_fast_anyc" + suffix + bf,),
+            doc="rung 7's structure for a C TMA cannot store (2-byte aligned pointer or row stride): each "
+                "consumer stages its whole slab, the producer warpgroup's 3 idle warps write it with "
+                "bounded 4/2-byte stores during the next mainloop; 3 stages" +
+                (f"; {_FORM_DOC[suffix]}" if suffix else "")))
+    return tuple(out)
 
 
 def _persistent_bt(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, dtype="float16", doc, **kw):
@@ -277,7 +364,8 @@ VARIANTS: tuple[Variant, ...] = (
     _persistent(_P + "_cluster2_stage4", CLUSTER_M=2,
                 doc="clusters of 2 blocks along M: each copies half of the shared B tile with TMA "
                     "multicast"),
-    _persistent(_P + "_cluster2_tma_store_stage4", CLUSTER_M=2, TMA_STORE=True, aliases=("hgemm_wgmma_fast",),
+    _persistent(_P + "_cluster2_tma_store_stage4", CLUSTER_M=2, TMA_STORE=True, strided=True,
+                aliases=("hgemm_wgmma_fast",),
                 doc="epilogue through swizzled shared memory and TMA stores (bounded) that overlap "
                     "the next tile's mainloop"),
     _persistent_bt(_BT + "_cluster2_stage4", CLUSTER_N=2,
@@ -294,10 +382,13 @@ VARIANTS: tuple[Variant, ...] = (
     _persistent(_P + "_cluster2_stage4_bf16", CLUSTER_M=2, dtype="bfloat16",
                 doc="rung 6 (clusters of 2, B multicast) in bf16"),
     _persistent(_P + "_cluster2_tma_store_stage4_bf16", CLUSTER_M=2, TMA_STORE=True, dtype="bfloat16",
-                aliases=("hgemm_wgmma_fast_bf16",), doc="rung 7 (TMA-store epilogue) in bf16"),
+                strided=True, aliases=("hgemm_wgmma_fast_bf16",), doc="rung 7 (TMA-store epilogue) in bf16"),
     _persistent_bt(_BT + "_cluster2_stage4_bf16", CLUSTER_N=2, dtype="bfloat16",
                    doc="rung 8 (operand roles swapped) in bf16"),
     _persistent_bt(_BT + "_stage4_bf16", dtype="bfloat16", doc="rung 8 without clusters, in bf16"),
+    # ---- rung 7 for every layout and shape: transposed operands (no copy), any C (issue 13) ----------
+    *_top_forms("float16"),
+    *_top_forms("bfloat16"),
     # ---- the TF32 sibling of the top structure (float32 in and out) --------------------------------
     _tf32("hgemm_wgmma_tf32_m64n256k8_persistent_stage4",
           doc="float32 GEMM with TF32 wgmma m64n256k8 (C^T = B^T A^T, B^T from registers), persistent "

@@ -1,6 +1,7 @@
 // cugemm/kernels/hgemm_wgmma/04_persistent.cu: Hopper HGEMM rungs 5, 6 and 7: a persistent
 // warp-specialized kernel with a grouped tile scheduler, thread-block clusters with TMA multicast,
-// and an epilogue through shared memory and TMA stores that overlaps the next tile (sm_90a).
+// and an epilogue through shared memory and TMA stores that overlaps the next tile (sm_90a); and
+// rung 7's forms for transposed operands, narrow edge tiles and a C of any alignment (issue 13).
 //
 // C = A * B, T = half or __nv_bfloat16 in and out (row-major), fp32 accumulation, any M and any N,
 // K that are multiples of 8 (16-byte rows): the copy engine zero-fills what lies past M, N or K,
@@ -52,34 +53,76 @@
 //   against 94.6% (cugemm/families/hgemm_wgmma.py: the profile, and the schedules that measured no
 //   better: ping-pong consumers, staggered consumers, batched epilogue staging).
 //
+// The forms of rung 7 for every layout and shape cugemm.matmul hands it (issue 13; measured figures
+// in cugemm/families/hgemm_wgmma.py: the transposed forms at 99-100.5% of cupy.matmul, ANY_C at
+// 88-96%, and 480-499 TFLOP/s, 3.4-3.5x cupy.matmul, at 4095x4097x1023 on an H100):
+//   A_COL / B_COL: the operands read column-major without a copy. A_COL (A is a.T of a row-major
+//     K x M array): each stage holds two M-major A panels, TMA boxes {64 m, 64 k}, a warpgroup's
+//     slab is one panel and its wgmma descriptor is B's (transposed A). B_COL (B is W.T of a
+//     row-major N x K array, x @ W.T): the B tile is K-major, TMA boxes {64 k, 64 n}, descriptor
+//     as A's (B not transposed). hgemm_wgmma.cuh draws the layouts.
+//   strided (a registry field, no template parameter): the tensor maps carry the true M, N, K and
+//     the leading dimensions, so any M, K (and N with ANY_C) whose leading dimensions are multiples
+//     of 16 bytes: TMA zero-fills past K (and M, N), the stores are bounded. The TMA-store forms
+//     keep N % 8 == 0: a TMA store writes the 16-byte piece holding a row's last column whole
+//     (measured: a 1 x 1 C got 7 more elements written past it).
+//   NARROW_EDGE: a tile with only 1-3 of its 4 B panels inside N (the last tile column when N % 256
+//     is 1..192) runs its K loop with m64n64 / n128 / n192 wgmmas on the first accumulators. At
+//     N = 4097 the 17th tile column is one element wide: with full-width wgmmas it costs a whole
+//     extra round of tiles on the clusters that get one last.
+//   ANY_C: the epilogue for a C that TMA cannot store (pointer or row stride not a multiple of 16
+//     bytes, e.g. a dense 4095 x 4097 fp16 C): each consumer stages its whole 64 x BN slab (BN / 64
+//     boxes in stage_panel's layout, 64 KB for both consumers, hence STAGES = 3) and goes straight
+//     on to the next tile; warps 1-3 of the producer warpgroup, idle until now, write the slab to C
+//     with bounded stores (store_staged_slab: a warp per slab row, 4-byte stores where the pair is
+//     4-byte aligned, 2-byte ones where not), overlapping the next mainloop as TMA stores do. Two named barriers per consumer (slab staged / slab read) with 128 + 96 threads. The last
+//     kernel argument is then C's row stride in elements instead of C's tensor map.
+//
 // Template parameters: BN (128 or 256), STAGES, GROUP (tile rows per raster band, in cluster
-// tiles), CLUSTER_M (1 or 2; __cluster_dims__), TMA_STORE, T. Fixed: BM = 128 (2 x 64), BK = 64.
+// tiles), CLUSTER_M (1 or 2; __cluster_dims__), TMA_STORE, ANY_C (not with TMA_STORE), A_COL, B_COL,
+// NARROW_EDGE (BN = 256), T. Fixed: BM = 128 (2 x 64), BK = 64. With the four new flags false the
+// kernel compiles to the same SASS as before they existed.
 // (Clusters of 4 measured 387 TFLOP/s at 4096^3 on an H100, against 701 for pairs: fewer
 // clusters of four blocks of 225 KB can be resident at once than the grid launches.)
 // Launch: block = (384, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1); dynamic shared
 //   memory hgemm_wgmma_persistent_smem_bytes<...> = STAGES * (128 + BN) * 128 (+ 32768 for the
-//   staging boxes) + 1024 bytes; extra kernel arguments: tensor maps of A (box {64, 128}), B (box
-//   {64, 64}) and C (box {64, 64}), 128-byte swizzled.
+//   staging boxes, + 256 BN for ANY_C's slabs) + 1024 bytes; extra kernel arguments: tensor maps of
+//   A (box {64, 128}; A_COL: {64, 64} of the K x M memory), B (box {64, 64}, B_COL: of the N x K
+//   memory) and C (box {64, 64}), 128-byte swizzled; ANY_C: C's row stride (int, elements) last.
 // The copy engine zero-fills the parts of a box past M, N or K, and still completes the whole
 // box's bytes; boxes wholly past N are not issued at all (the expected bytes count only the
 // issued ones), nor A boxes wholly past M (a block of a cluster past M re-reads rows of its pair).
-// Preconditions: N % 8 == 0, K % 8 == 0 (16-byte rows, what TMA can describe); a, b, c 16-byte
-//   aligned; M * N, M * K, K * N < 2^31; sm_90a.
+// Preconditions: the leading dimensions of A, B and C multiples of 16 bytes (dense rows: N % 8 == 0,
+//   K % 8 == 0; what TMA can describe), a, b, c 16-byte aligned (ANY_C: c and its row stride 2-byte
+//   aligned only); M * N, M * K, K * N < 2^31; sm_90a.
 #include "../lib/barrier.cuh"
 #include "../lib/raster.cuh"
 #include "../lib/swizzle.cuh"
 #include "../lib/tma.cuh"
 #include "hgemm_wgmma.cuh"
 
-template <int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, class T>
+template <int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL, bool B_COL,
+          bool NARROW_EDGE, class T>
 __device__ constexpr int hgemm_wgmma_persistent_smem_bytes =
-    STAGES * (128 + BN) * 128 + (TMA_STORE ? 2 * 2 * 64 * 128 : 0) + 1024;
+    STAGES * (128 + BN) * 128 + (TMA_STORE ? 2 * 2 * 64 * 128 : 0) + (ANY_C ? 2 * 64 * BN * 2 : 0) + 1024;
 
-template <int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, class T>
+// The last kernel parameter: C's tensor map, or (ANY_C) C's row stride in elements.
+template <bool ANY_C>
+struct PersistentCParam {
+  using type = TensorMap;
+};
+template <>
+struct PersistentCParam<true> {
+  using type = int;
+};
+
+template <int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL, bool B_COL,
+          bool NARROW_EDGE, class T>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     hgemm_wgmma_persistent(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N,
                            int K, const __grid_constant__ TensorMap tmap_a,
-                           const __grid_constant__ TensorMap tmap_b, const __grid_constant__ TensorMap tmap_c) {
+                           const __grid_constant__ TensorMap tmap_b,
+                           const __grid_constant__ typename PersistentCParam<ANY_C>::type c_param) {
   using namespace hgemm_wgmma;
   constexpr int BM = 128;
   constexpr int A_STAGE = BM * A_ROW_BYTES;
@@ -87,24 +130,30 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
   constexpr int PANELS = BN / 64;                       // B panels per tile (and C panels per slab)
   constexpr int MY_PANELS = PANELS / CLUSTER_M;         // B panels this block copies (multicast)
   constexpr int BOX = 64 * 128;                         // one 64 x 64 staging box of C
+  constexpr int SLAB = PANELS * BOX;                    // ANY_C: a consumer's whole slab, staged
   constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+  // ANY_C's named barriers (ids 1, 2 are the TMA-store epilogue's): slab cw staged, slab cw read;
+  // each the 128 threads of consumer cw and the 96 storing threads of the producer warpgroup.
+  constexpr int BAR_STAGED = 3, BAR_READ = 5, STAGED_THREADS = 128 + 96;
   static_assert(BN == 128 || BN == 256, "BN is a wgmma N with a 128-register accumulator at most");
   static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && PANELS % CLUSTER_M == 0, "the cluster splits B by whole panels");
   static_assert(PANELS % 2 == 0, "staging boxes alternate; an even count per slab keeps the pattern across tiles");
-  static_assert(hgemm_wgmma_persistent_smem_bytes<BN, STAGES, GROUP, CLUSTER_M, TMA_STORE, T> ==
-                    STAGES * (A_STAGE + B_STAGE) + (TMA_STORE ? 4 * BOX : 0) + 1024,
+  static_assert(!(TMA_STORE && ANY_C), "one epilogue: registers, TMA stores or ANY_C's staged stores");
+  static_assert(hgemm_wgmma_persistent_smem_bytes<BN, STAGES, GROUP, CLUSTER_M, TMA_STORE, ANY_C, A_COL, B_COL,
+                                                  NARROW_EDGE, T> ==
+                    STAGES * (A_STAGE + B_STAGE) + (TMA_STORE ? 4 * BOX : 0) + (ANY_C ? 2 * SLAB : 0) + 1024,
                 "the declared dynamic shared memory is the ring, the staging boxes and the alignment slack");
 
   extern __shared__ char smem_raw[];
   char* const sA = align_1024(smem_raw);
   char* const sB = sA + STAGES * A_STAGE;
-  char* const sC = sB + STAGES * B_STAGE;  // TMA_STORE: 2 boxes per consumer warpgroup
+  char* const sC = sB + STAGES * B_STAGE;  // TMA_STORE: 2 boxes per consumer warpgroup; ANY_C: a slab
   __shared__ alignas(8) unsigned long long full[STAGES], empty[STAGES];
 
   if (threadIdx.x == 0) {
     tma_prefetch_map(&tmap_a);
     tma_prefetch_map(&tmap_b);
-    if (TMA_STORE) tma_prefetch_map(&tmap_c);
+    if constexpr (TMA_STORE) tma_prefetch_map(&c_param);
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
       mbarrier_init(&full[s], 1);                // this block's producer
@@ -145,20 +194,48 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
           const int s = ring.stage;
           mbarrier_wait(&empty[s], ring.phase ^ 1);  // every consumer of the cluster released it
           mbarrier_arrive_expect_tx(&full[s], tx);
-          tma_load_2d(sA + s * A_STAGE, &tmap_a, &full[s], kt * BK, m_load);
+          if constexpr (A_COL) {  // two M-major panels: boxes {64 m, 64 k} of the K x M memory
+#pragma unroll
+            for (int i = 0; i < BM / 64; ++i)
+              tma_load_2d(sA + s * A_STAGE + i * B_PANEL_BYTES, &tmap_a, &full[s], m_load + 64 * i, kt * BK);
+          } else {
+            tma_load_2d(sA + s * A_STAGE, &tmap_a, &full[s], kt * BK, m_load);
+          }
 #pragma unroll
           for (int i = 0; i < MY_PANELS; ++i) {
             const int p = rank * MY_PANELS + i;
             if (p >= live) break;
             char* const dst = sB + s * B_STAGE + p * B_PANEL_BYTES;
+            // the box's first (inner, outer) coordinates: B_COL's memory is N rows of K
+            const int c0 = B_COL ? kt * BK : n0 + 64 * p, c1 = B_COL ? n0 + 64 * p : kt * BK;
             if constexpr (CLUSTER_M > 1) {
-              tma_load_2d_multicast(dst, &tmap_b, &full[s], n0 + 64 * p, kt * BK,
-                                    static_cast<unsigned short>((1u << CLUSTER_M) - 1));
+              tma_load_2d_multicast(dst, &tmap_b, &full[s], c0, c1, static_cast<unsigned short>((1u << CLUSTER_M) - 1));
             } else {
-              tma_load_2d(dst, &tmap_b, &full[s], n0 + 64 * p, kt * BK);
+              tma_load_2d(dst, &tmap_b, &full[s], c0, c1);
             }
           }
           ring.advance();
+        }
+      }
+    } else if (threadIdx.x >= 32) {
+      if constexpr (ANY_C) {
+        // ---- ANY_C: warps 1-3 write the consumers' staged slabs to C (what TMA does for rung 7) ----
+        // Each slab's READ arrival comes as soon as that slab is written (so consumer 1 never waits
+        // for slab 0's stores), and none after the last tile's: arrivals match the consumers' syncs.
+        const int w = threadIdx.x / 32 - 1, lane = threadIdx.x & 31;
+        named_barrier_arrive(BAR_READ, STAGED_THREADS);  // both slabs start free
+        named_barrier_arrive(BAR_READ + 1, STAGED_THREADS);
+        for (int t = blockIdx.x / CLUSTER_M; t < num_ctiles; t += num_clusters) {
+          const TileCoord tc = raster_grouped(t, ctiles_m, tiles_n, GROUP);
+          const int m0 = (tc.row * CLUSTER_M + rank) * BM;
+          const int n0 = tc.col * BN;
+          const int live = min(PANELS, (N - n0 + 63) / 64);
+          const bool more = t + num_clusters < num_ctiles;
+          for (int cw = 0; cw < 2; ++cw) {
+            named_barrier_sync(BAR_STAGED + cw, STAGED_THREADS);  // this tile's slab cw is staged
+            store_staged_slab<T, PANELS>(c, c_param, sC + cw * SLAB, m0 + 64 * cw, n0, live, M, N, w, 3, lane);
+            if (more) named_barrier_arrive(BAR_READ + cw, STAGED_THREADS);  // slab cw may be restaged
+          }
         }
       }
     }
@@ -168,7 +245,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     const int cw = wg - 1;                    // slab: rows 64 cw .. 64 cw + 63 of the tile
     const int tid = threadIdx.x & 127;
     const int w = tid >> 5, g = (tid & 31) >> 2, t4 = tid & 3;
-    const unsigned sA_addr = smem_addr(sA) + cw * 64 * A_ROW_BYTES;
+    const unsigned sA_addr = smem_addr(sA) + cw * 64 * A_ROW_BYTES;  // A_COL: panel cw, the same offset
     const unsigned sB_addr = smem_addr(sB);
     char* const boxes = sC + cw * 2 * BOX;
     auto release = [&](int s) {
@@ -185,20 +262,31 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
       const TileCoord tc = raster_grouped(t, ctiles_m, tiles_n, GROUP);
       const int m0 = (tc.row * CLUSTER_M + rank) * BM;
       const int n0 = tc.col * BN;
-      int prev = 0;
-      for (int kt = 0; kt < num_kt; ++kt) {
-        mbarrier_wait(&full[ring.stage], ring.phase);
-        begin_group(acc);
-        mma_ktile<T, BN>(acc, sA_addr + ring.stage * A_STAGE, sB_addr + ring.stage * B_STAGE, kt > 0);
-        end_group(acc);
-        cugemm_wgmma::wait_group<1>();
-        if (kt > 0) release(prev);
-        prev = ring.stage;
-        ring.advance();
+      const int live = min(PANELS, (N - n0 + 63) / 64);  // panels of the tile inside N
+      // The tile's K loop with wgmmas W columns wide (the first W / 2 accumulators).
+      auto k_loop = [&](auto width) {
+        constexpr int W = decltype(width)::value;
+        int prev = 0;
+        for (int kt = 0; kt < num_kt; ++kt) {
+          mbarrier_wait(&full[ring.stage], ring.phase);
+          begin_group(acc);
+          mma_ktile<T, W, A_COL, B_COL>(acc_prefix<W / 2>(acc), sA_addr + ring.stage * A_STAGE,
+                                        sB_addr + ring.stage * B_STAGE, kt > 0);
+          end_group(acc);
+          cugemm_wgmma::wait_group<1>();
+          if (kt > 0) release(prev);
+          prev = ring.stage;
+          ring.advance();
+        }
+        cugemm_wgmma::wait_group<0>();
+        cugemm_wgmma::fence_operands(acc);
+        release(prev);
+      };
+      if constexpr (NARROW_EDGE) {
+        with_live_width(live, k_loop);
+      } else {
+        k_loop(Cols<BN>{});
       }
-      cugemm_wgmma::wait_group<0>();
-      cugemm_wgmma::fence_operands(acc);
-      release(prev);
 
       const int row0 = m0 + 64 * cw;  // the slab's first row
       if constexpr (TMA_STORE) {
@@ -211,10 +299,18 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
           fence_proxy_async_shared();              // the box is visible to the copy engine
           named_barrier_sync(1 + cw, 128);
           if (tid == 0) {
-            if (row0 < M && n0 + 64 * p < N) tma_store_2d(&tmap_c, box, n0 + 64 * p, row0);
+            if (row0 < M && n0 + 64 * p < N) tma_store_2d(&c_param, box, n0 + 64 * p, row0);
             tma_store_commit();  // a group even when empty: the wait above counts groups
           }
         }
+      } else if constexpr (ANY_C) {
+        char* const slab = sC + cw * SLAB;
+        named_barrier_sync(BAR_READ + cw, STAGED_THREADS);  // the storing warps have read the last slab
+#pragma unroll
+        for (int p = 0; p < PANELS; ++p) {
+          if (p < live) stage_panel<T>(slab + p * BOX, acc, p, w, g, t4);
+        }
+        named_barrier_arrive(BAR_STAGED + cw, STAGED_THREADS);  // publish it; on to the next tile
       } else {
         store_slab<T>(c, acc, row0 + 16 * w + g, n0 + 2 * t4, M, N);
       }

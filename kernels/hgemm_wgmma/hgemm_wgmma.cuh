@@ -1,8 +1,9 @@
 // cugemm/kernels/hgemm_wgmma/hgemm_wgmma.cuh: the pieces the Hopper fp16/bf16 GEMM rungs
 // (kernels/hgemm_wgmma/0*.cu) share: the shared-memory tile layouts and their wgmma descriptors,
-// one K-tile of wgmmas, the ring position of an mbarrier pipeline, and the epilogues (bounded
-// stores from registers; 64 x 64 swizzled staging boxes for TMA stores, written by 4-byte shared
-// stores or, transposing, by stmatrix). The instructions themselves (wgmma, TMA, mbarriers) are in
+// one K-tile of wgmmas (and the narrow-edge width dispatch), the ring position of an mbarrier pipeline, and
+// the epilogues (bounded stores from registers; 64 x 64 swizzled staging boxes for TMA stores,
+// written by 4-byte shared stores or, transposing, by stmatrix; staged boxes written to a C of any
+// alignment by plain warps). The instructions themselves (wgmma, TMA, mbarriers) are in
 // kernels/lib/.
 //
 // Tile layouts in shared memory (16-bit T; every tile 1024-byte aligned, 128-byte swizzled):
@@ -13,6 +14,13 @@
 //   B  64 x BN (N-major): BN / 64 panels of 64 columns, each 64 k rows of 128 bytes (8 KB), chunk
 //      c of row k at c ^ (k % 8): one TMA box {64, 64} per panel. wgmma descriptor (TRANS_B = 1):
 //      LBO = 8192 (panel to panel), SBO = 1024 (8 k rows); the k16 step kk starts 2048 kk bytes in.
+// The transposed operand forms of 04_persistent.cu swap the two layouts:
+//   A_COL  A read from a column-major M x K (memory: K rows of M): the A tile is M-major, BM / 64
+//      panels of 64 m x 64 k rows laid out like B's panels above (one TMA box {64 m, 64 k} each);
+//      a warpgroup's 64-row slab is one panel. Descriptor as B's (TRANS_A = 1).
+//   B_COL  B read from a column-major K x N (memory: N rows of K, the W of x @ W.T): the B tile is
+//      K-major, BN rows of 128 bytes laid out like A's above (one TMA box {64 k, 64 n} per 64 rows,
+//      so panel p still starts at p * 8192). Descriptor as A's (TRANS_B = 0).
 //
 // Accumulator fragment of a 64 x N wgmma (lib/wgmma.cuh), warp w of the warpgroup, g = lane / 4,
 // t = lane % 4: acc[4j + 2h + e] is row 16w + g + 8h, column 8j + 2t + e (h, e in {0, 1}).
@@ -41,21 +49,57 @@ struct Ring {
 };
 
 // ---- one K-tile (64 k values) of a 64 x BN warpgroup slab: four wgmma m64nBNk16 -----------------
-// a_addr: the slab's first A row (shared-window address), b_addr: the B tile. accumulate = false
-// on a tile's first K-tile: its first wgmma overwrites the accumulators (scale-d = 0), so they
-// need no zeroing. The caller brackets one K-tile's wgmmas (of every slab it owns) with
-// begin_group / end_group and waits (wait_group) before it reuses the stage or reads the
-// accumulators.
-template <class T, int BN>
+// a_addr: the slab's first A row (A_COL: its A panel), b_addr: the B tile (shared-window
+// addresses). accumulate = false on a tile's first K-tile: its first wgmma overwrites the
+// accumulators (scale-d = 0), so they need no zeroing. The caller brackets one K-tile's wgmmas (of
+// every slab it owns) with begin_group / end_group and waits (wait_group) before it reuses the stage
+// or reads the accumulators. A_COL / B_COL: the transposed tile layouts (header comment).
+template <class T, int BN, bool A_COL = false, bool B_COL = false>
 __device__ __forceinline__ void mma_ktile(float (&acc)[BN / 2], unsigned a_addr, unsigned b_addr,
                                           bool accumulate) {
+  using namespace cugemm_wgmma;
 #pragma unroll
   for (int kk = 0; kk < BK / 16; ++kk) {
-    cugemm_wgmma::wgmma_ss<T, 0, 1>(acc, cugemm_wgmma::make_desc_sw128(a_addr + 32 * kk),
-                                    cugemm_wgmma::make_desc_sw128_mn(b_addr + 2048 * kk, B_PANEL_BYTES),
-                                    (accumulate || kk > 0) ? 1 : 0);
+    const unsigned long long da = A_COL ? make_desc_sw128_mn(a_addr + 2048 * kk, B_PANEL_BYTES)
+                                        : make_desc_sw128(a_addr + 32 * kk);
+    const unsigned long long db = B_COL ? make_desc_sw128(b_addr + 32 * kk)
+                                        : make_desc_sw128_mn(b_addr + 2048 * kk, B_PANEL_BYTES);
+    wgmma_ss<T, A_COL ? 1 : 0, B_COL ? 0 : 1>(acc, da, db, (accumulate || kk > 0) ? 1 : 0);
   }
 }
+
+// The first N of an accumulator array, as an array (the fragment of a 64 x N wgmma is the first
+// N / 2 registers of a wider one's: columns 0 .. N - 1).
+template <int N, int NACC>
+__device__ __forceinline__ float (&acc_prefix(float (&acc)[NACC]))[N] {
+  static_assert(N <= NACC, "a prefix of the accumulators");
+  return *reinterpret_cast<float(*)[N]>(&acc[0]);
+}
+
+// ---- the wgmma width of a tile of which only `live` (1 .. 4) 64-column panels lie inside N --------
+// A 128 x 256 tile at the right edge of C may hold 1, 2 or 3 live panels (N % 256 in 1 .. 192): its
+// wgmmas can be m64n64 / n128 / n192 on the first accumulators (acc_prefix), 1/4 to 3/4 of the
+// tensor work; the dead panels' accumulators keep stale values, their columns are never stored.
+// with_live_width calls f(Cols<W>{}) once with the narrowest such W, so the caller's whole K loop
+// is instantiated per width and chosen once per tile (a branch inside the K loop made ptxas join
+// the wgmma groups of the four widths at every K-tile).
+template <int W>
+struct Cols {
+  static constexpr int value = W;
+};
+template <class F>
+__device__ __forceinline__ void with_live_width(int live, F&& f) {
+  if (live >= 4) {
+    f(Cols<256>{});
+  } else if (live == 3) {
+    f(Cols<192>{});
+  } else if (live == 2) {
+    f(Cols<128>{});
+  } else {
+    f(Cols<64>{});
+  }
+}
+
 // wgmma.fence before a K-tile's wgmmas (the accumulators were last touched by ordinary code, or by
 // wgmmas of the same shape, which are ordered anyway), and the commit after them. The operand
 // fences keep the compiler from moving accumulator accesses across the asynchronous group.
@@ -141,9 +185,190 @@ __device__ __forceinline__ void stage_box_stmatrix(unsigned box, const float (&a
   }
 }
 
+// ---- epilogue 4: a staged slab to a C of any alignment, by plain warps ---------------------------
+// `live` staging boxes (stage_panel's layout, 8 KB apart from `slab`: columns 64p .. 64p + 63 of a
+// 64-row slab) whose element (0, 0) is C's (row0, n0); C has row stride ldc elements and may be only
+// 2-byte aligned (neither TMA nor 16-byte stores can write it). Warp w of nw takes slab rows w,
+// w + nw, ...: lane l reads 4 bytes of each box row (columns 2l, 2l + 1: the swizzle puts a row's 32
+// words in 32 banks), all boxes' first, then writes them, one 4-byte store per box where the pair is
+// 4-byte aligned in C (the whole row alike), two 2-byte stores where not: each store instruction
+// of a warp covers 128 contiguous bytes of C. Rows >= M and columns >= N are not written.
+template <class T, int PANELS>
+__device__ __forceinline__ void store_staged_slab(T* __restrict__ c, int ldc, const char* slab, int row0,
+                                                  int n0, int live, int M, int N, int w, int nw, int lane) {
+  const int rows = min(64, M - row0);
+  const int col = n0 + 2 * lane;  // the lane's first column in box 0
+#pragma unroll 2
+  for (int r = w; r < rows; r += nw) {
+    const char* const src = slab + r * 128 + (((lane >> 2) ^ (r & 7)) << 4) + 4 * (lane & 3);
+    unsigned v[PANELS];
+#pragma unroll
+    for (int p = 0; p < PANELS; ++p) {
+      if (p < live) v[p] = *reinterpret_cast<const unsigned*>(src + p * B_PANEL_BYTES);
+    }
+    T* const dst = c + static_cast<size_t>(row0 + r) * ldc + col;
+    const bool pairs = (reinterpret_cast<size_t>(dst) & 3) == 0;
+#pragma unroll
+    for (int p = 0; p < PANELS; ++p) {
+      const int n = col + 64 * p;
+      if (p >= live) break;
+      if (pairs && n + 1 < N) {
+        *reinterpret_cast<unsigned*>(dst + 64 * p) = v[p];
+      } else {
+        if (n < N) *reinterpret_cast<unsigned short*>(dst + 64 * p) = static_cast<unsigned short>(v[p]);
+        if (n + 1 < N) *reinterpret_cast<unsigned short*>(dst + 64 * p + 1) = static_cast<unsigned short>(v[p] >> 16);
+      }
+    }
+  }
+}
+
 // The warp-uniform warpgroup index (the role branch ptxas must see as uniform for setmaxnreg).
 __device__ __forceinline__ int warpgroup_index() {
   return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
+}
+
+}  // namespace hgemm_wgmma
+
+// ==== appended for the split-K rung (07_splitk.cu): the mainloop of one tile over a K range, and
+// fp32 partial tiles in global memory ===============================================================
+#include "../lib/tma.cuh"
+
+namespace hgemm_wgmma {
+
+// ---- the producer side of one BM x BN tile over K-tiles [kt0, kt1), one thread, no clusters -------
+// For each K-tile: wait until the ring stage is free (EMPTY, parity of its previous use), arm FULL
+// with the bytes that will land (the A box {64, BM} and the B panels not wholly past N: a panel past
+// N is not copied, its stale columns only reach columns of C that are never stored) and issue the
+// copies. A rows from m0, B columns from n0. The ring runs on across calls.
+template <int BM, int BN, int STAGES>
+__device__ __forceinline__ void produce_ktiles(Ring<STAGES>& ring, unsigned long long* full,
+                                               unsigned long long* empty, char* sA, char* sB,
+                                               const TensorMap* tmap_a, const TensorMap* tmap_b, int m0,
+                                               int n0, int N, int kt0, int kt1) {
+  constexpr int A_STAGE = BM * A_ROW_BYTES;
+  constexpr int PANELS = BN / 64;
+  constexpr int B_STAGE = PANELS * B_PANEL_BYTES;
+  const int live = min(PANELS, (N - n0 + 63) / 64);
+  const unsigned tx = A_STAGE + live * B_PANEL_BYTES;
+  for (int kt = kt0; kt < kt1; ++kt) {
+    const int s = ring.stage;
+    mbarrier_wait(&empty[s], ring.phase ^ 1);
+    mbarrier_arrive_expect_tx(&full[s], tx);
+    tma_load_2d(sA + s * A_STAGE, tmap_a, &full[s], kt * BK, m0);
+#pragma unroll
+    for (int p = 0; p < PANELS; ++p) {
+      if (p >= live) break;
+      tma_load_2d(sB + s * B_STAGE + p * B_PANEL_BYTES, tmap_b, &full[s], n0 + 64 * p, kt * BK);
+    }
+    ring.advance();
+  }
+}
+
+// ---- the consumer side: `count` (>= 1) K-tiles of wgmmas into one 64 x BN slab --------------------
+// a_addr: the slab's first A row in stage 0 (stages A_STAGE bytes apart), b_addr: stage 0's B tile
+// (stages B_STAGE apart). One K-tile of wgmmas in flight: after issuing K-tile i the consumer waits
+// for K-tile i - 1's and releases its stage (release(stage): the caller's arrival on EMPTY). The
+// first K-tile overwrites the accumulators. On return they are final and every stage released.
+template <class T, int BN, int STAGES, int A_STAGE, int B_STAGE, class Release>
+__device__ __forceinline__ void consume_ktiles(float (&acc)[BN / 2], Ring<STAGES>& ring,
+                                               unsigned long long* full, unsigned a_addr, unsigned b_addr,
+                                               int count, Release&& release) {
+  int prev = 0;
+  for (int i = 0; i < count; ++i) {
+    mbarrier_wait(&full[ring.stage], ring.phase);
+    begin_group(acc);
+    mma_ktile<T, BN>(acc, a_addr + ring.stage * A_STAGE, b_addr + ring.stage * B_STAGE, i > 0);
+    end_group(acc);
+    cugemm_wgmma::wait_group<1>();
+    if (i > 0) release(prev);
+    prev = ring.stage;
+    ring.advance();
+  }
+  cugemm_wgmma::wait_group<0>();
+  cugemm_wgmma::fence_operands(acc);
+  release(prev);
+}
+
+// ---- fp32 partial slabs in global memory, in fragment order -----------------------------------
+// A 64 x BN slab's accumulators (NACC = BN / 2 per thread of the warpgroup) stored as NACC / 4
+// float4 per thread: float4 j of thread tid at index j * 128 + tid, so each warp store or load
+// covers 512 contiguous bytes (no row or column arithmetic, no bounds: a partial is always whole).
+// Stores and loads go through L2 only (.cg): the partials are written by one block and read by
+// another of the same launch.
+template <int NACC>
+__device__ __forceinline__ void store_partial(float* __restrict__ p, const float (&acc)[NACC], int tid) {
+  float4* const q = reinterpret_cast<float4*>(p) + tid;
+#pragma unroll
+  for (int j = 0; j < NACC / 4; ++j)
+    __stcg(q + j * 128, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
+}
+// The last slice's reduction: acc = p_0 + p_1 + ... + p_(S-1), added in that order whatever order
+// the slices finished in (a deterministic result). p_s is the partial slab at base + s * slot_floats
+// (store_partial's layout), except p_mine, which is acc itself. The other slices' slabs are streamed
+// into shared memory by bulk copies (cp.async.bulk, thread tid == 0 issues them), half a slab at a
+// time, double-buffered in `bufs` (2 x NACC * 256 bytes, 16-byte aligned) on the mbarriers bars[2]
+// (count 1, fresh: phases start at 0): loading through registers kept too few bytes in flight (one
+// L2 round trip per 8 float4 per thread). Per half: x = p_0 + ... + p_(mine-1) (from 0), then acc
+// = x + acc, then acc += p_(mine+1), ... `bar_id`: a named barrier of the 128 threads (a buffer is
+// refilled only after every thread has read it). The caller's global-memory acquire (after the
+// arrivals) precedes the call; the bulk copies read global memory through the async proxy, hence
+// fence_proxy_async_global first.
+template <int NACC>
+__device__ __forceinline__ void reduce_partials(float (&acc)[NACC], const float* __restrict__ base,
+                                                size_t slot_floats, int S, int mine, int tid, char* bufs,
+                                                unsigned long long* bars, int bar_id) {
+  constexpr int HALF = NACC / 2;          // accumulators per thread in half a slab
+  constexpr int PIECE = HALF * 128 * 4;   // bytes of half a slab
+  const int total = 2 * (S - 1);          // copies: (half, other slice) in that order
+  auto issue = [&](int n) {
+    const int h = n / (S - 1), i = n % (S - 1);
+    const int s = i < mine ? i : i + 1;
+    mbarrier_arrive_expect_tx(&bars[n & 1], PIECE);
+    bulk_load(bufs + (n & 1) * PIECE, base + s * slot_floats + h * (PIECE / 4), PIECE, &bars[n & 1]);
+  };
+  if (tid == 0) {
+    fence_proxy_async_global();
+    issue(0);
+    if (total > 1) issue(1);
+  }
+  int n = 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float x[HALF];
+#pragma unroll
+    for (int i = 0; i < HALF; ++i) x[i] = 0.f;
+    for (int s = 0; s < S; ++s) {
+      if (s == mine) {
+#pragma unroll
+        for (int i = 0; i < HALF; ++i) acc[h * HALF + i] = x[i] + acc[h * HALF + i];
+        continue;
+      }
+      mbarrier_wait(&bars[n & 1], (n >> 1) & 1);
+      const float4* const buf = reinterpret_cast<const float4*>(bufs + (n & 1) * PIECE) + tid;
+      if (s < mine) {
+#pragma unroll
+        for (int j = 0; j < HALF / 4; ++j) {
+          const float4 v = buf[j * 128];
+          x[4 * j] += v.x;
+          x[4 * j + 1] += v.y;
+          x[4 * j + 2] += v.z;
+          x[4 * j + 3] += v.w;
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < HALF / 4; ++j) {
+          const float4 v = buf[j * 128];
+          acc[h * HALF + 4 * j] += v.x;
+          acc[h * HALF + 4 * j + 1] += v.y;
+          acc[h * HALF + 4 * j + 2] += v.z;
+          acc[h * HALF + 4 * j + 3] += v.w;
+        }
+      }
+      named_barrier_sync(bar_id, 128);  // every thread has read this buffer: it may be refilled
+      if (tid == 0 && n + 2 < total) issue(n + 2);
+      ++n;
+    }
+  }
 }
 
 }  // namespace hgemm_wgmma

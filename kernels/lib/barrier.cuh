@@ -114,3 +114,10 @@ CUGEMM_DEVICE void mbarrier_arrive_remote(unsigned long long* bar, unsigned cta)
       "r"(cta)
       : "memory");
 }
+
+// Order this thread's view of global memory, as acquired through the generic proxy (e.g. data
+// other blocks stored before an atomic this thread observed), before its later async-proxy
+// accesses to global memory (bulk / TMA copies that read it). Appended for the split-K rung.
+CUGEMM_DEVICE void fence_proxy_async_global() {
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}

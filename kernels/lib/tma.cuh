@@ -62,3 +62,15 @@ template <int N>
 CUGEMM_DEVICE void tma_store_wait() {
   asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
+
+// ---- bulk (non-tensor) copies (sm_90), appended for the split-K rung -------------------------
+// `bytes` (a multiple of 16; both addresses 16-byte aligned) contiguous bytes of global memory at
+// `src` -> shared memory at `dst`, completing `bytes` transaction bytes on `bar` (the issuing
+// thread arms it first with mbarrier_arrive_expect_tx). PTX ISA: "cp.async.bulk".
+CUGEMM_DEVICE void bulk_load(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+          smem_addr(dst)),
+      "l"(reinterpret_cast<unsigned long long>(src)), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+}

@@ -1,0 +1,121 @@
+"""GPU correctness of the top Hopper rung's issue-13 forms (cugemm/families/hgemm_wgmma.py): every
+operand layout read without a copy (A column-major, B column-major, both), any M, N, K with padded
+leading dimensions (the padding poisoned with NaN: TMA must not read it), and the ANY_C epilogue
+writing a C that is only 2-byte aligned with an odd row stride. C starts NaN-poisoned; what lies
+around it in its buffer (row padding, guard elements) must come back untouched. Tolerances:
+cugemm.accuracy, as in tests/test_gpu.py."""
+import pytest
+
+import cugemm
+from cugemm import accuracy, testing
+
+pytestmark = pytest.mark.gpu
+cupy = pytest.importorskip("cupy")
+
+_P = "hgemm_wgmma_m64n256k16_persistent_cluster2"
+FORMS = {"": ("row", "row"), "_acol": ("col", "row"), "_bcol": ("row", "col"), "_acol_bcol": ("col", "col")}
+SHAPES = [(1, 1, 1), (17, 23, 9), (127, 8, 4096), (4095, 4097, 1023), (4096, 4096, 4096)]
+SMALL = SHAPES[:4]
+
+
+def _tma_shape(shape):
+    """The TMA-store forms need N % 8 == 0 (a TMA store writes a row's last 16-byte piece whole)."""
+    M, N, K = shape
+    return M, -(-N // 8) * 8, K
+
+
+def _cases(bf: str, shapes) -> list:
+    out = []
+    for s in shapes:  # shape-major: each shape's inputs and float64 reference are made once
+        out += [(f"{_P}_anyc_stage3{suffix}{bf}", s) for suffix in FORMS]
+    for s in map(_tma_shape, shapes):
+        out += [(f"{_P}_tma_store_stage4{suffix}{bf}", s) for suffix in FORMS]
+    return out
+
+
+CASES = _cases("", SHAPES) + _cases("_bf16", SMALL)
+
+_values: dict = {}
+
+
+def _inputs(dtype, M, N, K):
+    """Row-major A, B values and their float64 product, made once per (dtype, shape)."""
+    key = (dtype, M, N, K)
+    if key not in _values:
+        _values.clear()
+        a, b = testing.random_operands(dtype, M, N, K)
+        _values[key] = (a, b, accuracy.reference(a, b))
+    return _values[key]
+
+
+def _round8(n: int) -> int:
+    return -(-n // 8) * 8
+
+
+def _padded(x, layout):
+    """x (rows x cols) as a strided view in `layout` whose leading dimension is a multiple of 8
+    elements plus 8 (never dense); the padding holds NaN."""
+    rows, cols = x.shape
+    bits = x.view(cupy.uint16)  # copied by their bits (no bfloat16 arithmetic in CuPy needed)
+    if layout == "row":
+        buf = testing.poisoned((rows, _round8(cols) + 8), x.dtype.name)
+        buf.view(cupy.uint16)[:, :cols] = bits
+        return buf[:, :cols]
+    buf = testing.poisoned((cols, _round8(rows) + 8), x.dtype.name)
+    buf.view(cupy.uint16)[:, :rows] = bits.T
+    return buf[:, :rows].T
+
+
+def _output(v, M, N):
+    """(C view, its whole buffer, the mask of C's elements in the buffer). TMA-store forms: a row
+    stride padded to 16 bytes plus 16; ANY_C: dense rows of N elements starting 2 bytes into the
+    buffer (neither pointer nor row stride 16-byte aligned when N is odd), guard elements around."""
+    if v.param_dict["ANY_C"]:
+        guard = 9
+        buf = testing.poisoned((M * N + 2 * guard,), v.dtype_out)
+        c = buf[guard:guard + M * N].reshape(M, N)
+        mask = cupy.zeros(buf.shape, dtype=bool)
+        mask[guard:guard + M * N] = True
+        return c, buf, mask
+    buf = testing.poisoned((M, _round8(N) + 8), v.dtype_out)
+    mask = cupy.zeros(buf.shape, dtype=bool)
+    mask[:, :N] = True
+    return buf[:, :N], buf, mask
+
+
+@pytest.mark.parametrize("name,shape", CASES, ids=[f"{n}-{'x'.join(map(str, s))}" for n, s in CASES])
+def test_form_matches_float64_reference(name, shape):
+    M, N, K = shape
+    v = cugemm.get_variant(name)
+    a, b, ref = _inputs(v.dtype_in, M, N, K)
+    va, vb = _padded(a, v.a_layout), _padded(b, v.b_layout)
+    c, buf, mask = _output(v, M, N)
+    before = buf.view(cupy.uint16).copy()
+    got = cugemm.run(v, va, vb, out=c)
+    assert got is c
+    cupy.cuda.get_current_stream().synchronize()
+    outside = ~mask
+    assert bool((buf.view(cupy.uint16)[outside] == before[outside]).all()), f"{name} wrote outside C at {shape}"
+    assert not bool(cupy.isnan(testing.to_float64(c)).any()), f"{name} left elements of C unwritten at {shape}"
+    err, ok = accuracy.check(c, ref, v)
+    assert ok, f"{name} {shape}: rel err {err:.2e} over {accuracy.tolerance(v.math_dtype, v.dtype_acc)}"
+
+
+@pytest.mark.parametrize("name", [f"{_P}_tma_store_stage4_acol_bcol", f"{_P}_anyc_stage3_bcol"])
+def test_dense_transposed_views(name):
+    """The no-copy case itself: a.T and W.T of dense row-major arrays, an aligned dense C."""
+    v = cugemm.get_variant(name)
+    M, N, K = 1000, 776, 520
+    a, b, ref = _inputs(v.dtype_in, M, N, K)
+    va = cupy.ascontiguousarray(a.T).T if v.a_layout == "col" else a
+    vb = cupy.ascontiguousarray(b.T).T if v.b_layout == "col" else b
+    c = cugemm.run(v, va, vb)
+    assert accuracy.check(c, ref, v)[1]
+
+
+def test_tma_store_forms_refuse_a_ragged_n():
+    """N % 8 != 0 is ANY_C's: a TMA-store form refuses it before launch."""
+    v = cugemm.get_variant(f"{_P}_tma_store_stage4_bcol")
+    a, b, _ = _inputs(v.dtype_in, 17, 23, 9)
+    with pytest.raises(ValueError, match="N=23 is not a multiple of 8"):
+        cugemm.run(v, _padded(a, "row"), _padded(b, "col"))
