@@ -34,28 +34,33 @@ from .variant import Variant
 # (glob, nominal TFLOP/s on an H100 when the kernel's tiles fill the GPU, kind) in order of
 # preference; 'bw' kinds are memory-bound and rated by the bytes they must read (GB/s instead).
 # Figures: the same-run measurements quoted in README/results (H100 SXM, 2026-11): the fallback only
-# has to order the candidates sensibly on a GPU nobody tuned. Variants matching no glob are not
+# has to order the candidates sensibly on a GPU nobody tuned. The split-K rung also pays SPLITK_US
+# per launch (its partials and the reduction: 5-10 us measured on the H100 whatever the split), the
+# skinny rungs stream B at about 2.4 TB/s (the one clean H100 measurement, bf16 16x8192x8192). Variants matching no glob are not
 # candidates of matmul (the learning rungs of the ladders; `variant=` still runs any of them).
 FALLBACK: dict[str, tuple] = {
     "float16": (
-        ("hgemm_skinny_*", 2600.0, "bw"),
-        ("hgemm_wgmma_*splitk*", 560.0, "splitk"),
+        ("hgemm_skinny_*", 2400.0, "bw"),
+        ("hgemm_wgmma_m64n128k16_splitk*", 560.0, "splitk"),  # ahead of BN=256: 63-79% vs 47-67%
+        ("hgemm_wgmma_*splitk*", 560.0, "splitk"),             # on the H100 where split-K pays
         ("hgemm_wgmma_m64n256k16_persistent_cluster2_tma_store_stage4*", 640.0, "persistent"),
+        ("hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3*", 590.0, "persistent"),  # any C
         ("hgemm_wgmma_m64n256k16_bt_persistent_stage4", 630.0, "persistent"),
         ("hgemm_mma_m16n8k16_*_ws*edge", 450.0, "tiles"),
         ("hgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge", 390.0, "tiles"),
-        ("hgemm_mma_m16n8k16_mma2x2_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi", 380.0, "tiles"),
-        ("hgemm_mma_m16n8k16_mma2x4_warp4x8x2_stage4_swizzle_bswizzle_rbuf_epi", 380.0, "tiles"),
+        ("hgemm_mma_m16n8k16_mma2x2_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge", 380.0, "tiles"),
         ("hgemm_sliced_k_f16", 8.0, "tiles"),
     ),
     "bfloat16": (
-        ("bgemm_skinny_*", 2600.0, "bw"),
+        ("bgemm_skinny_*", 2400.0, "bw"),
+        ("hgemm_wgmma_m64n128k16_splitk*_bf16", 560.0, "splitk"),
         ("hgemm_wgmma_*splitk*_bf16", 560.0, "splitk"),
         ("hgemm_wgmma_m64n256k16_persistent_cluster2_tma_store_stage4*_bf16", 640.0, "persistent"),
+        ("hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3*_bf16", 590.0, "persistent"),
         ("hgemm_wgmma_m64n256k16_bt_persistent_stage4_bf16", 630.0, "persistent"),
         ("bgemm_mma_m16n8k16_*_ws*edge", 450.0, "tiles"),
         ("bgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge", 390.0, "tiles"),
-        ("bgemm_mma_m16n8k16_mma2x2_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi", 380.0, "tiles"),
+        ("bgemm_mma_m16n8k16_mma2x2_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge", 380.0, "tiles"),
     ),
     "float32": (
         ("sgemm_t_8x16_warp2x4_sliced_k8_f32x4_dbuf", 50.0, "tiles"),
@@ -73,6 +78,8 @@ FALLBACK: dict[str, tuple] = {
 LAUNCH_US = 3.0          # what one more kernel launch (a copy) adds, host and device
 COPY_GBPS = 2000.0       # what a strided copy kernel moves per second (read + write), H100-ish
 MIN_KERNEL_US = 4.0      # no kernel of the zoo finishes faster than this, launch included
+TRANSPOSE_COST = 4.0     # a strided (transposing) copy against a straight one (not measured: a guess)
+SPLITK_US = 6.0          # the split-K rung's fixed cost (partials, reduction)
 
 
 def candidate_globs(dtype: dtypes.DType, allow_tf32: bool) -> tuple:
@@ -304,10 +311,12 @@ def copy_us(plan: Plan, p: Problem) -> float:
     size = p.dtype.itemsize
     Mp, Np, Kp = plan.dims
     moved = 0
+    # a copy that transposes (a column-major source into row-major rows, or back) reads with a
+    # stride: TRANSPOSE_COST times the bytes of a straight copy
     if plan.copy_a:
-        moved += (p.M * p.K + Mp * Kp) * size
+        moved += (p.M * p.K + Mp * Kp) * size * (1 if plan.copy_a == p.a.layout else TRANSPOSE_COST)
     if plan.copy_b:
-        moved += (p.K * p.N + Kp * Np) * size
+        moved += (p.K * p.N + Kp * Np) * size * (1 if plan.copy_b == p.b.layout else TRANSPOSE_COST)
     if plan.via_c:
         moved += 2 * p.M * p.N * size
     return moved / (COPY_GBPS * 1e3) + LAUNCH_US * plan.copies
@@ -324,13 +333,14 @@ def model_kernel_us(v: Variant, p: Problem, dims) -> float:
     sms = max(1, p.device.sms)
     bm, bn = v.tile[0], v.tile[1]
     tiles = -(-M // bm) * -(-N // bn)
+    extra = 0.0
     if kind == "splitk":
-        busy = 0.9  # K slices make work for every SM
+        busy, extra = 0.9, SPLITK_US  # K slices make work for every SM, at a fixed price
     else:
         waves = tiles / sms
         busy = waves / math.ceil(waves) if tiles else 1.0
     useful = (M * N) / (tiles * bm * bn) if tiles else 1.0  # tiles cut by the edges waste work
-    return max(MIN_KERNEL_US, 2.0 * M * N * K / (nominal * 1e6 * busy * useful))
+    return max(MIN_KERNEL_US, 2.0 * M * N * K / (nominal * 1e6 * busy * useful) + extra)
 
 
 def estimate(plans_: list[Plan], p: Problem, measured) -> None:

@@ -47,6 +47,35 @@ def random_operands(dtype, M: int, N: int, K: int, layout: str = "row"):
     return a, b
 
 
+def variant_operands(v, M: int, N: int, K: int):
+    """(A, B) as random_operands, each laid out as variant `v` reads it (v.a_layout, v.b_layout): a
+    'col' operand is column-major, the transposed view of a row-major array (x.T, W.T)."""
+    import cupy
+
+    a, b = random_operands(v.dtype_in, M, N, K)
+    a = cupy.asfortranarray(a) if v.a_layout == "col" else a
+    b = cupy.asfortranarray(b) if v.b_layout == "col" else b
+    if v.strided:  # leading dimensions rounded up to the alignment, plus one more step: ld > span
+        a, b = padded(a, v.a_layout, v.align), padded(b, v.b_layout, v.align)
+    return a, b
+
+
+def padded(x, layout: str, align: int):
+    """The same values in a buffer whose leading dimension is the span rounded up to `align` bytes
+    and one more `align` step, returned as the view (x.shape) a strided kernel reads."""
+    import cupy
+
+    step = max(1, align // x.itemsize)
+    rows, cols = x.shape
+    span, lines = (cols, rows) if layout == "row" else (rows, cols)
+    ld = -(-span // step) * step + step
+    buf = cupy.empty((lines, ld), dtype=x.dtype)
+    view = buf[:, :span] if layout == "row" else buf[:, :span].T
+    iv = cupy.uint16 if x.itemsize == 2 else cupy.uint32
+    view.view(iv)[...] = x.view(iv)
+    return view
+
+
 def poisoned(shape, dtype, layout: str = "row"):
     """A CuPy array of `shape` and `dtype` filled with NaN (row- or column-major)."""
     import cupy
@@ -57,3 +86,23 @@ def poisoned(shape, dtype, layout: str = "row"):
         bits = cupy.full(shape, _NAN16[dt.storage], dtype=cupy.uint16, order=order)
         return bits.view(dt.numpy)
     return cupy.full(shape, cupy.nan, dtype=dt.numpy, order=order)
+
+
+def run_guarded(v, a, b, guard: int = 64):
+    """cugemm.run(v, a, b) into a NaN-poisoned C that sits between two NaN guard zones (C in the
+    variant's layout); returns (C, whether both guard zones are intact), synchronised."""
+    import cupy
+
+    from .launch import run
+
+    M, N = a.shape[0], b.shape[1]
+    buf = poisoned((M * N + 2 * guard,), v.dtype_out)
+    before = buf.view(cupy.uint8).copy()
+    flat = buf[guard:guard + M * N]
+    out = flat.reshape(N, M).T if v.layout == "col" else flat.reshape(M, N)
+    got = run(v, a, b, out=out)
+    assert got is out
+    cupy.cuda.get_current_stream().synchronize()
+    g = guard * v.dt_out.itemsize
+    raw = buf.view(cupy.uint8)
+    return out, bool((raw[:g] == before[:g]).all()) and bool((raw[-g:] == before[-g:]).all())

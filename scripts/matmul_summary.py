@@ -10,6 +10,31 @@ import json
 import math
 
 
+def markdown(paths) -> str:
+    """One markdown table per file: shape, cugemm.matmul and cupy.matmul TFLOP/s, the ratio, the
+    variant matmul chose; the geometric mean in the heading line."""
+    out = []
+    for path in paths:
+        data = json.load(open(path))
+        base = {(r["M"], r["N"], r["K"]): r for r in data["rows"] if r["variant"] == "cupy.matmul"}
+        rows = [r for r in data["rows"] if r["variant"] == "cugemm.matmul"]
+        ratios = [r["pct"] / 100.0 for r in rows if r.get("pct") and r["status"] in ("ok", "unchecked")]
+        geo = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
+        dtype = rows[0]["dtype"] if rows else "?"
+        out.append(f"**{path.rsplit('/', 1)[-1]}** ({dtype}): geometric mean **{100 * geo:.1f}%** of "
+                   f"cupy.matmul over {len(ratios)} shapes\n")
+        out.append("| M x N x K | cugemm.matmul TFLOP/s | cupy.matmul TFLOP/s | ratio | chosen |")
+        out.append("|---|---|---|---|---|")
+        for r in rows:
+            b = base.get((r["M"], r["N"], r["K"]), {})
+            ok = r.get("pct") and r["status"] in ("ok", "unchecked")
+            out.append(f"| {r['M']}x{r['N']}x{r['K']} | {r['tflops']:.1f} | {b.get('tflops') or 0:.1f} | "
+                       f"{r['pct']:.1f}% | {r.get('detail', '').split(';')[0]} |" if ok else
+                       f"| {r['M']}x{r['N']}x{r['K']} | {r['status']} | | | {r.get('detail', '')} |")
+        out.append("")
+    return "\n".join(out)
+
+
 def summary(path: str) -> str:
     data = json.load(open(path))
     rows = [r for r in data["rows"] if r["variant"] == "cugemm.matmul"]
@@ -31,7 +56,12 @@ def summary(path: str) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("json", nargs="+")
-    for path in p.parse_args(argv).json:
+    p.add_argument("--markdown", action="store_true", help="markdown tables (for the README)")
+    args = p.parse_args(argv)
+    if args.markdown:
+        print(markdown(args.json))
+        return 0
+    for path in args.json:
         print(summary(path))
     return 0
 

@@ -125,7 +125,9 @@ def test_padded_rows_and_misaligned_pointers():
 def test_misaligned_operands_are_copied_or_refused_never_passed():
     p, oa, ob, oc = problem(4096, 4096, 4096, offset=2)  # every pointer 2 bytes off 16
     choice = select.select(p)
-    assert choice.plan.copy_a and choice.plan.copy_b and choice.plan.via_c
+    plan = choice.plan
+    assert plan.copy_a and plan.copy_b  # every fast kernel reads 16-byte-aligned rows
+    assert plan.via_c or plan.variant.c_align <= 2  # C in place only for an any-C epilogue
     accepts(choice.plan, p, oa, ob, oc)
 
 

@@ -155,7 +155,7 @@ def bench_shape(M: int, N: int, K: int, dtype: str = "f32", pattern: str | None 
     flop = 2.0 * M * N * K
     a, b = testing.random_operands(dtype_in, M, N, K)
     ref = accuracy.reference(a, b) if check else None
-    operands = {"row": (a, b)}
+    operands = {("row", "row"): (a, b)}
     rows: list[Row] = []
 
     def base_fn(out):
@@ -200,9 +200,11 @@ def bench_shape(M: int, N: int, K: int, dtype: str = "f32", pattern: str | None 
                 plan = explain(a, b, allow_tf32=tf32).plan
                 rows[-1].detail = plan.variant.name + ("" if not plan.copies else f"; {plan.describe()}")
             continue
-        if v.layout not in operands:
-            operands[v.layout] = (cupy.asfortranarray(a), cupy.asfortranarray(b))
-        va, vb = operands[v.layout]
+        lay = (v.a_layout, v.b_layout)
+        if lay not in operands:  # the same values, laid out as the variant reads them
+            operands[lay] = (cupy.asfortranarray(a) if lay[0] == "col" else a,
+                             cupy.asfortranarray(b) if lay[1] == "col" else b)
+        va, vb = operands[lay]
         row(v.name, lambda out, v=v, va=va, vb=vb: run(v, va, vb, out), v.dtype_out, v.dtype_acc,
             layout=v.layout)
     ranked = [r for r in rows[1:] if r.ms and r.status in (Status.OK, Status.UNCHECKED)]
