@@ -135,7 +135,7 @@ def problem_of(a, b, c, allow_tf32: bool, dev_id: int) -> select.Problem:
 
 
 def _verbose(verbose) -> bool:
-    return bool(verbose) or os.environ.get("CUGEMM_VERBOSE", "") not in ("", "0")
+    return bool(verbose) or os.environ.get("CUGEMM_EXPLAIN", "") not in ("", "0")
 
 
 def _plan(a, b, c, allow_tf32: bool, variant, verbose) -> tuple[select.Plan, bool]:
@@ -341,7 +341,7 @@ def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: b
     variant     run this variant (a name or alias) instead of choosing; copies are still made
                 where it needs them, and ValueError says why when it cannot compute the product
     allow_tf32  float32 only: TF32 tensor-core variants may be chosen (about 3e-4 relative error)
-    verbose     print the choice and the reasons (also: environment CUGEMM_VERBOSE=1) the first
+    verbose     print the choice and the reasons (also: environment CUGEMM_EXPLAIN=1) the first
                 time each problem is planned
     Returns `out` if given, else a new array: a torch tensor when an operand is one, else CuPy.
     """

@@ -266,21 +266,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
       // The tile's K loop with wgmmas W columns wide (the first W / 2 accumulators).
       auto k_loop = [&](auto width) {
         constexpr int W = decltype(width)::value;
-        int prev = 0;
-        for (int kt = 0; kt < num_kt; ++kt) {
-          mbarrier_wait(&full[ring.stage], ring.phase);
-          begin_group(acc);
-          mma_ktile<T, W, A_COL, B_COL>(acc_prefix<W / 2>(acc), sA_addr + ring.stage * A_STAGE,
-                                        sB_addr + ring.stage * B_STAGE, kt > 0);
-          end_group(acc);
-          cugemm_wgmma::wait_group<1>();
-          if (kt > 0) release(prev);
-          prev = ring.stage;
-          ring.advance();
-        }
-        cugemm_wgmma::wait_group<0>();
-        cugemm_wgmma::fence_operands(acc);
-        release(prev);
+        consume_ktiles<T, W, STAGES, A_STAGE, B_STAGE, A_COL, B_COL>(acc_prefix<W / 2>(acc), ring, full, sA_addr,
+                                                                     sB_addr, num_kt, release);
       };
       if constexpr (NARROW_EDGE) {
         with_live_width(live, k_loop);

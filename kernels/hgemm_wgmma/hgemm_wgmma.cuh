@@ -269,7 +269,9 @@ __device__ __forceinline__ void produce_ktiles(Ring<STAGES>& ring, unsigned long
 // (stages B_STAGE apart). One K-tile of wgmmas in flight: after issuing K-tile i the consumer waits
 // for K-tile i - 1's and releases its stage (release(stage): the caller's arrival on EMPTY). The
 // first K-tile overwrites the accumulators. On return they are final and every stage released.
-template <class T, int BN, int STAGES, int A_STAGE, int B_STAGE, class Release>
+// A_COL / B_COL: the operand layouts of mma_ktile.
+template <class T, int BN, int STAGES, int A_STAGE, int B_STAGE, bool A_COL = false, bool B_COL = false,
+          class Release>
 __device__ __forceinline__ void consume_ktiles(float (&acc)[BN / 2], Ring<STAGES>& ring,
                                                unsigned long long* full, unsigned a_addr, unsigned b_addr,
                                                int count, Release&& release) {
@@ -277,7 +279,7 @@ __device__ __forceinline__ void consume_ktiles(float (&acc)[BN / 2], Ring<STAGES
   for (int i = 0; i < count; ++i) {
     mbarrier_wait(&full[ring.stage], ring.phase);
     begin_group(acc);
-    mma_ktile<T, BN>(acc, a_addr + ring.stage * A_STAGE, b_addr + ring.stage * B_STAGE, i > 0);
+    mma_ktile<T, BN, A_COL, B_COL>(acc, a_addr + ring.stage * A_STAGE, b_addr + ring.stage * B_STAGE, i > 0);
     end_group(acc);
     cugemm_wgmma::wait_group<1>();
     if (i > 0) release(prev);
