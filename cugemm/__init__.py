@@ -26,7 +26,7 @@ from .variant import Variant
 
 __all__ = ["matmul", "explain", "tune", "run", "variants", "get_variant", "compile", "compile_plan", "compile_source", "warm_cache", "Variant",
            "CompileError", "CompileReport", "float32", "tfloat32", "float16", "bfloat16"]
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
 def default_arch() -> str:

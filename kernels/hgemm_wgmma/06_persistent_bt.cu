@@ -149,27 +149,11 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
       const TileCoord tc = raster_grouped(t, tiles_m, ctiles_n, GROUP);
       const int m0 = tc.row * BM;
       const int n0 = (tc.col * CLUSTER_N + rank) * BN;
-      int prev = 0;
-      for (int kt = 0; kt < num_kt; ++kt) {
-        mbarrier_wait(&full[ring.stage], ring.phase);
-        begin_group(acc);
-        const unsigned a_stage = sA_addr + ring.stage * A_STAGE, b_stage = sB_addr + ring.stage * B_STAGE;
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-          // wgmma A operand: B^T's 64 columns (N-major panel, TRANS_A); B operand: the A tile (K-major)
-          cugemm_wgmma::wgmma_ss<T, 1, 0>(acc, cugemm_wgmma::make_desc_sw128_mn(b_stage + 2048 * kk, B_PANEL_BYTES),
-                                          cugemm_wgmma::make_desc_sw128(a_stage + 32 * kk),
-                                          (kt > 0 || kk > 0) ? 1 : 0);
-        }
-        end_group(acc);
-        cugemm_wgmma::wait_group<1>();
-        if (kt > 0) release(prev);
-        prev = ring.stage;
-        ring.advance();
-      }
-      cugemm_wgmma::wait_group<0>();
-      cugemm_wgmma::fence_operands(acc);
-      release(prev);
+      // wgmma A operand: B^T's 64 columns (an N-major panel, read as a column-major "A"); B operand:
+      // the 256-row A tile (K-major, read as a column-major "B"): consume_ktiles with both roles
+      // swapped and both operands column-major
+      consume_ktiles<T, 256, STAGES, B_STAGE, A_STAGE, true, true>(acc, ring, full, sB_addr, sA_addr, num_kt,
+                                                                   release);
 
       // ---- epilogue: four 64 x 64 boxes (rows m0 + 64q ..), transposed by stmatrix .trans ----
       const int col0 = n0 + 64 * cw;
