@@ -23,7 +23,7 @@ allocates once per (device, stream) and grows when a launch needs more. Two laun
 the same time need separate workspaces; launches on one stream run one after another, so each
 stream (cupy.cuda.get_current_stream()) gets its own pair. `workspace_bytes()` says how much is held.
 
-Measured on an H100 SXM (132 SMs, 700 W, 2026-11-24, sweep() with forced S: us per launch, same-run %
+Measured on an H100 SXM (132 SMs, 700 W, 2026-11-23, sweep() with forced S: us per launch, same-run %
 of cupy.matmul fp16, L2 flushed where the operands fit). Splits pay where the tiles are few and K
 deep, and cost a fixed 5-10 us otherwise (partial stores, fence, arrival, reduction), more than the
 model first assumed; FIX_US / RED_GBS are fitted to these runs:

@@ -26,7 +26,7 @@
 // order (p_0 + p_1 + ..., whatever order they finished in: the result does not depend on timing)
 // and stores C. The partials come in by bulk copies into the ring, free by then (reduce_partials:
 // half a slab per copy, double-buffered); loaded through registers (8 float4 per thread per L2 round
-// trip) the reduction cost 2-20 us and made most splits slower than none (H100, 2026-11-24).
+// trip) the reduction cost 2-20 us and made most splits slower than none (H100, 2026-11-23).
 // Nobody waits for another block, so any grid is safe (no co-residency assumption).
 // The workspace (splits * 128 * BN floats per split tile) and the counters (two per split tile,
 // zero before the launch; the kernel leaves them zero) are device memory owned by the family
