@@ -58,13 +58,13 @@ def _as_cupy(x, what: str):
         if x.device.type != "cuda":
             raise TypeError(f"cugemm.matmul: {what} is a torch tensor on {x.device}; move it to the GPU")
         return cupy.from_dlpack(x.detach())
+    if isinstance(x, np.ndarray):
+        raise TypeError(f"cugemm.matmul: {what} is a host numpy array; pass a GPU array (cupy.asarray(x))")
     if hasattr(x, "__cuda_array_interface__"):
         op = launch.describe(x, what, "cugemm.matmul")
         return launch._cupy_view(x, op)
     if hasattr(x, "__dlpack__"):
         return cupy.from_dlpack(x)
-    if isinstance(x, np.ndarray):
-        raise TypeError(f"cugemm.matmul: {what} is a host numpy array; pass a GPU array (cupy.asarray(x))")
     raise TypeError(f"cugemm.matmul: {what} must be a GPU array (cupy.ndarray, torch tensor, or an object "
                     f"with __cuda_array_interface__ or __dlpack__), got {type(x).__name__}")
 

@@ -126,6 +126,7 @@ def merge(path: Path, key: str | None, entries: dict) -> None:
     """Add `entries` (bucket -> record) to the file, under `key` (the GPU/driver/version key of the
     tuning cache) or at the top (a shipped table: key None); records of the same bucket merge their
     variants, newer times replacing older ones."""
+    path = Path(path)
     with _locked(path):
         data = _read(path) or {"format": FORMAT, "entries": {}}
         target = data["entries"]
@@ -161,24 +162,33 @@ class Table:
     def __len__(self):
         return len(self.entries)
 
-    def lookup(self, group: str, M: int, N: int, K: int, variant: str):
-        """(us scaled to M x N x K, source) for `variant`, from this bucket or the nearest measured
-        one of the group (within NEAR half octaves), else None."""
+    def nearest(self, group: str, M: int, N: int, K: int):
+        """(bucket key, distance) of the measured bucket of `group` nearest to M x N x K (the exact
+        one if measured; else within NEAR half octaves in total), or None."""
         want = (half_octave(M), half_octave(N), half_octave(K))
         best = None
         for dims, k in self._groups.get(group, ()):
             d = sum(abs(x - y) for x, y in zip(dims, want))
-            if d <= NEAR and variant in self.entries[k]["us"] and (best is None or d < best[0]):
+            if d <= NEAR and (best is None or (d, k) < best):
                 best = (d, k)
-        if best is None:
+        return None if best is None else (best[1], best[0])
+
+    def lookup(self, group: str, M: int, N: int, K: int, variant: str):
+        """(us scaled to M x N x K, source) for `variant` in the nearest measured bucket, or None.
+        Every variant is looked up in the same bucket, so the plans of one problem are compared on
+        one measurement: a variant the tuner did not time there gets None (the model), never a
+        time scaled from another bucket (a flops ratio across buckets ignores how the tiles fill the
+        GPU: M = 128 and M = 256 run the same number of 128-row tiles)."""
+        near = self.nearest(group, M, N, K)
+        if near is None:
             return None
-        rec = self.entries[best[1]]
+        key, distance = near
+        rec = self.entries[key]
+        us = rec["us"].get(variant)
+        if not isinstance(us, (int, float)) or not math.isfinite(us) or us <= 0:
+            return None
         m, n, k = rec["shape"]
-        us = float(rec["us"][variant])
-        if not math.isfinite(us) or us <= 0:
-            return None
-        scale = (M * N * K) / (m * n * k)
-        return us * scale, self.source + ("" if best[0] == 0 else "~")
+        return float(us) * (M * N * K) / (m * n * k), self.source + ("" if distance == 0 else "~")
 
 
 def gpu_key(name: str, driver: int, version: str) -> str:
@@ -186,7 +196,7 @@ def gpu_key(name: str, driver: int, version: str) -> str:
 
 
 def load_tuned(key: str, path: Path | None = None) -> Table:
-    data = _read(path or cache_path())
+    data = _read(Path(path) if path else cache_path())
     entries = data.get("entries", {}).get(key, {}) if data else {}
     return Table(entries if isinstance(entries, dict) else {}, "tuned")
 
@@ -213,11 +223,12 @@ class Measured:
         self.tables = [t for t in tables if len(t)]
 
     def __call__(self, v, p):
+        """The time of `v` on `p` from the first table that measured a bucket near `p` (the tuning
+        cache before the shipped table), or None."""
         if not self.tables:
             return None
         group = problem_group(p)
         for t in self.tables:
-            hit = t.lookup(group, p.M, p.N, p.K, v.name)
-            if hit is not None:
-                return hit
+            if t.nearest(group, p.M, p.N, p.K) is not None:
+                return t.lookup(group, p.M, p.N, p.K, v.name)
         return None

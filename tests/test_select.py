@@ -275,3 +275,20 @@ def test_relayout_kernel_compiles_without_spills(arch):
     text = jit._file_source(jit.KERNEL_DIR / "util" / "relayout.cu")
     reports = jit.compile_source(text, ["relayout<unsigned short>", "relayout<unsigned int>"], arch)
     assert len(reports) == 2 and all(r.spill_bytes == 0 and r.stack_frame == 0 for r in reports)
+
+
+def test_plans_of_one_problem_compare_on_one_bucket(tmp_path):
+    """A variant the tuner timed only in a neighbouring bucket gets no time where the problem's own
+    bucket was measured: flops scaled across buckets would ignore tile quantisation."""
+    path = tmp_path / "tuning.json"
+    key = "gpu"
+    p, *_ = problem(128, 4096, 4096)
+    near, *_ = problem(256, 4096, 4096)
+    tuning.merge(path, key, {**_entry(p, {"a": 30.0}), **_entry(near, {"a": 31.0, "b": 20.0})})
+    m = tuning.Measured(tuning.load_tuned(key, path))
+    g = tuning.problem_group(p)
+    table = m.tables[0]
+    assert table.lookup(g, 128, 4096, 4096, "a") == (30.0, "tuned")
+    assert table.lookup(g, 128, 4096, 4096, "b") is None  # not 10 us scaled from M = 256
+    # a problem whose own bucket nobody measured uses the nearest one, for every variant alike
+    assert table.lookup(g, 362, 4096, 4096, "b")[1] == "tuned~"
