@@ -190,3 +190,15 @@ def test_bad_inputs_are_refused_with_the_rule():
     with pytest.raises(ValueError, match="M=300 is over"):
         cugemm.matmul(_random("float16", (300, 64)), _random("float16", (64, 64)),
                       variant=next(v.name for v in cugemm.variants("hgemm_skinny*")))
+
+
+def test_second_call_takes_the_planned_path_and_stays_checked():
+    """The fast path of a planned product gives the same bits, and an out that overlaps an input
+    still goes through the checks (and is refused)."""
+    a, b = _random("float16", (300, 256)), _random("float16", (256, 512))
+    c1 = cugemm.matmul(a, b)
+    c2 = cugemm.matmul(a, b)
+    assert bool(cupy.all(c1.view(cupy.uint16) == c2.view(cupy.uint16)))
+    buf = _random("float16", (300, 512))
+    with pytest.raises(ValueError, match="overlaps"):
+        cugemm.matmul(buf[:, :256], b, out=buf[:, :512])
