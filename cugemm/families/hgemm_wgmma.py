@@ -32,7 +32,13 @@ warpgroup's three idle warps store it, 3 stages to make room) in all four operan
 all these are `strided`: any M, K (and N: ANY_C; the TMA-store forms N % 8 == 0, a TMA store
 writing the 16-byte piece that holds a row's last column whole) and leading dimensions, as long as
 A's and B's (and, but for ANY_C, C's) are multiples of 16 bytes; the forms also narrow the wgmmas of a right-edge tile to its
-live panels (NARROW_EDGE). Measured on an H100 SXM (2026-11-23, scripts/bench_wgmma_forms.py: each
+live panels (NARROW_EDGE). Sanitizers (H100, 2026-11-23, scripts/sanitize_all.py over every new form):
+memcheck 0 errors; racecheck reports hazards in the `_anyc` forms only, between the consumers' writes
+of a staging slab and the storing warps' reads of it. Those two sides hand the slab over through named
+barriers in producer/consumer form (bar.arrive on one side, bar.sync on the other). Nobody has yet
+shown whether racecheck models that ordering. Every GPU test of these forms passed on NaN-poisoned
+outputs. Until the hazards are explained, treat `_anyc` as unproven under racecheck.
+Measured on an H100 SXM (2026-11-23, scripts/bench_wgmma_forms.py: each
 form on operands in its own layout, alternating with cupy.matmul on the same views; TFLOP/s and
 same-run %), 4096^3 / 4096x4096x1024:
   fp16 tma_store  row 754 (99.5%) / 637 (99.0%)   acol 763 (100.5%) / 637 (99.7%)
