@@ -74,6 +74,15 @@ and its warps read 128 KB of ldmatrix from shared memory: at the probes' 640 TFL
 TB/s from L2 for 132 SMs, the next suspect (not profiled: no ncu run was made). Rung 13
 (PENDING_DEVICE below: clusters of 2 with B multicast, 32 KB per K-tile per block) is the test of
 that; written, compiled, never run. bf16 rung 12 (bgemm_mma_fast): passed the GPU tests, not timed.
+A later run of the final code (same H100, same day, `bench.py --dtype f16|bf16 --shapes
+4096x4096x1024,4096x4096x4096,8192x8192x8192`, TFLOP/s and % of cupy.matmul):
+  fp16 rung 9 (stage3)                  383.9 (60.1%)   478.4 (61.7%)   423.9 (57.0%)
+  fp16 stage4_ws                        412.1 (63.9%)   478.1 (64.7%)   462.9 (64.1%)
+  fp16 stage4_ws_edge (hgemm_mma_fast)  422.2 (66.9%)   445.2 (63.7%)   445.4 (64.3%)
+  bf16 stage4_ws                        414.8 (63.1%)   507.6 (65.3%)   468.0 (64.0%)
+  bf16 stage4_ws_edge (bgemm_mma_fast)  422.5 (64.7%)   466.0 (63.7%)   456.6 (63.7%)
+That puts the best fp16 rung at 66.9 / 64.7 / 64.3%, still short of the issue's 70 / 65 / 65%. bf16 is
+within 5% of fp16, and the any-shape rung is within 2 points of the tile-multiple one.
 
 Instruction ceiling (`python scripts/tc_peak.py --dtype f16`, H100, 2026-11-23, one run, beside
 cupy.matmul fp16 at 4096^3 = 774.9 TFLOP/s in the same process): mma.sync m16n8k16 issued back to
