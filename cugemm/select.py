@@ -65,6 +65,7 @@ FALLBACK: dict[str, tuple] = {
     "float32": (
         ("sgemm_t_8x16_warp2x4_sliced_k8_f32x4_dbuf", 50.0, "tiles"),
         ("sgemm_t_8x8_warp2x4_sliced_k16_f32x4_dbuf", 47.0, "tiles"),
+        ("sgemm_t_8x4_sliced_k16_f32x4_bcf_dbuf", 42.0, "tiles"),  # 128x64 tiles: 76% at 1024^3
         ("sgemm_t_8x4_sliced_k16_f32x4_bcf_dbuf_async", 42.0, "tiles"),
         ("sgemm_t_8x8_warp2x4_sliced_k16_f32_dbuf_edge", 40.0, "tiles"),
         ("sgemm_sliced_k_f32", 5.0, "tiles"),
