@@ -253,7 +253,7 @@ def run(name, a, b, out=None):
     A, B = describe(a, "A", v.name), describe(b, "B", v.name)
     O = None if out is None else describe(out, "out", v.name)
     M, N, K = check_operands(v, A, B, O)
-    _cuda_device()
+    dev = _cuda_device()
     import cupy
 
     if out is None:
@@ -262,12 +262,14 @@ def run(name, a, b, out=None):
                     v.layout == "col")
     elif type(out) is not cupy.ndarray:
         out = _cupy_view(out, O)
-    return launch(v, a, b, out, A, B, O, M, N, K)
+    return launch(v, a, b, out, A, B, O, M, N, K, dev)
 
 
-def launch(v: Variant, a, b, out, A: Operand, B: Operand, O: Operand, M: int, N: int, K: int):
+def launch(v: Variant, a, b, out, A: Operand, B: Operand, O: Operand, M: int, N: int, K: int,
+           dev: int | None = None):
     """Launch `v` on operands already checked (check_operands) and described (A, B, O); `out` a
-    cupy.ndarray. The first launch on a device checks the fit and loads the kernel."""
+    cupy.ndarray; `dev` the current device when the caller knows it. The first launch on a device
+    checks the fit and loads the kernel."""
     import cupy
 
     if M == 0 or N == 0:
@@ -275,7 +277,8 @@ def launch(v: Variant, a, b, out, A: Operand, B: Operand, O: Operand, M: int, N:
     if K == 0:  # an empty sum: zeros (through an integer view: CuPy may not fill bfloat16)
         out.view(cupy.uint16 if v.dt_out.itemsize == 2 else cupy.uint32)[...] = 0
         return out
-    dev = cupy.cuda.runtime.getDevice()
+    if dev is None:
+        dev = cupy.cuda.runtime.getDevice()
     plan = v._launch.get(dev)
     if plan is None:  # first launch of this variant on this device: check the fit, load the kernel
         info = device_info(dev)

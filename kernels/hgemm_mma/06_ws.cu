@@ -149,18 +149,9 @@ __global__ void __cluster_dims__(1, CLUSTER_M, 1) __launch_bounds__(32 * WARPS_M
   if (threadIdx.x == NC) {
     tma_prefetch_map(&tmap_a);
     tma_prefetch_map(&tmap_b);
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      mbarrier_init(&full[s], 1);
-      mbarrier_init(&empty[s], CLUSTER_M * CONSUMER_WARPS);  // every consumer warp of the cluster
-    }
-    fence_mbarrier_init();
+    init_ring_barriers<STAGES>(full, empty, CLUSTER_M * CONSUMER_WARPS);  // every consumer warp of the cluster
   }
-  if constexpr (CLUSTER_M > 1) {
-    cluster_sync();  // every block's barriers exist before any multicast or remote arrival
-  } else {
-    __syncthreads();
-  }
+  sync_cta_or_cluster<CLUSTER_M>();  // every block's barriers exist before any multicast or remote arrival
 
   // The tile: bands of GROUP tile rows (rung 6); with clusters, of GROUP / CLUSTER_M rows of cluster
   // tiles (CLUSTER_M tiles stacked in M, the blocks of one cluster: blockIdx.y / CLUSTER_M). Each

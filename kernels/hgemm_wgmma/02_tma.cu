@@ -60,12 +60,7 @@ __global__ void __launch_bounds__(256, 1)
   if (tid == 0) {
     tma_prefetch_map(&tmap_a);
     tma_prefetch_map(&tmap_b);
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      mbarrier_init(&full[s], 1);   // the issuing thread's arrive (with the expected bytes)
-      mbarrier_init(&empty[s], 2);  // one arrival per warpgroup
-    }
-    fence_mbarrier_init();
+    init_ring_barriers<STAGES>(full, empty, 2);  // one arrival per warpgroup
   }
   __syncthreads();
 

@@ -71,12 +71,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   if (threadIdx.x == 0) {
     tma_prefetch_map(&tmap_a);
     tma_prefetch_map(&tmap_b);
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      mbarrier_init(&full[s], 1);
-      mbarrier_init(&empty[s], CONSUMERS);
-    }
-    fence_mbarrier_init();
+    init_ring_barriers<STAGES>(full, empty, CONSUMERS);
   }
   __syncthreads();
 

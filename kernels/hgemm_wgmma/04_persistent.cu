@@ -154,18 +154,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     tma_prefetch_map(&tmap_a);
     tma_prefetch_map(&tmap_b);
     if constexpr (TMA_STORE) tma_prefetch_map(&c_param);
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      mbarrier_init(&full[s], 1);                // this block's producer
-      mbarrier_init(&empty[s], 2 * CLUSTER_M);   // both consumers of every block of the cluster
-    }
-    fence_mbarrier_init();
+    init_ring_barriers<STAGES>(full, empty, 2 * CLUSTER_M);  // both consumers of every block of the cluster
   }
-  if constexpr (CLUSTER_M > 1) {
-    cluster_sync();  // every block's barriers exist before any multicast or remote arrival
-  } else {
-    __syncthreads();
-  }
+  sync_cta_or_cluster<CLUSTER_M>();  // every block's barriers exist before any multicast or remote arrival
 
   // ---- the tile walk, identical in every role and in every block of a cluster ----------------------
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;

@@ -76,18 +76,9 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
   if (threadIdx.x == 0) {
     tma_prefetch_map(&tmap_a);
     tma_prefetch_map(&tmap_b);
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      mbarrier_init(&full[s], 1);
-      mbarrier_init(&empty[s], 2 * CLUSTER_N);
-    }
-    fence_mbarrier_init();
+    init_ring_barriers<STAGES>(full, empty, 2 * CLUSTER_N);
   }
-  if constexpr (CLUSTER_N > 1) {
-    cluster_sync();
-  } else {
-    __syncthreads();
-  }
+  sync_cta_or_cluster<CLUSTER_N>();
 
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
   const int ctiles_n = (tiles_n + CLUSTER_N - 1) / CLUSTER_N;  // columns of cluster tiles

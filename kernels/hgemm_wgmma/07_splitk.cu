@@ -95,13 +95,8 @@ __global__ void __launch_bounds__(384, 1)
     tma_prefetch_map(&tmap_a);
     tma_prefetch_map(&tmap_b);
 #pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      mbarrier_init(&full[s], 1);   // the producer
-      mbarrier_init(&empty[s], 2);  // both consumer warpgroups
-    }
-#pragma unroll
     for (int i = 0; i < 4; ++i) mbarrier_init(&red_bar[i / 2][i % 2], 1);
-    fence_mbarrier_init();
+    init_ring_barriers<STAGES>(full, empty, 2);  // the producer; both consumer warpgroups
   }
   __syncthreads();
 

@@ -121,3 +121,27 @@ CUGEMM_DEVICE void mbarrier_arrive_remote(unsigned long long* bar, unsigned cta)
 CUGEMM_DEVICE void fence_proxy_async_global() {
   asm volatile("fence.proxy.async.global;\n" ::: "memory");
 }
+
+// The FULL / EMPTY mbarriers of a STAGES-deep TMA ring, made by one thread: FULL[s] completes on
+// the producer's one arrival (with the expected bytes), EMPTY[s] on `consumers` arrivals; then the
+// fence that makes them visible to the async proxy and, with clusters, to the other blocks. The
+// caller syncs the block (or cluster: sync_cta_or_cluster) before any copy or arrival uses them.
+template <int STAGES>
+CUGEMM_DEVICE void init_ring_barriers(unsigned long long* full, unsigned long long* empty, unsigned consumers) {
+#pragma unroll
+  for (int s = 0; s < STAGES; ++s) {
+    mbarrier_init(&full[s], 1);
+    mbarrier_init(&empty[s], consumers);
+  }
+  fence_mbarrier_init();
+}
+
+// Every block of the cluster (CLUSTER > 1) or every thread of the block past this point.
+template <int CLUSTER>
+CUGEMM_DEVICE void sync_cta_or_cluster() {
+  if constexpr (CLUSTER > 1) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
+}
