@@ -10,6 +10,9 @@
 #   matmul    cugemm.matmul: its GPU tests (240+ random shapes), then `bench --variants matmul` over
 #             the issue-13 sets (MATMUL_SETS, default matmul-square llm odd skinny) in f16 and bf16
 #             and matmul-square in f32, JSON to results/matmul_<dtype>_<set>.json
+#   mma       issue 11: the GPU tests of the mma.sync family (MMA_TESTS, a pytest -k expression), then
+#             its top rungs (MMA_VARIANTS) beside cupy.matmul at 4096x4096x1024, 4096^3 and 8192^3
+#             in f16 and bf16, JSON to results/mma_<dtype>.json
 #   tune      python -m cugemm tune over the same sets, written as the shipped table
 #             ($OUT/h100.json: copy it to cugemm/tables/ to ship it)
 # Usage (repo root, on the device): bash scripts/device_check.sh [phase ...]   (default: all phases)
@@ -139,6 +142,29 @@ if has matmul; then
     done
   done
   cp results/matmul_*.json "$out/" 2>/dev/null
+fi
+
+if has mma; then
+  step "the mma.sync family: GPU tests, then the issue-11 shapes"
+  python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py tests/test_registry_hgemm_mma.py tests/test_registry_hgemm_wgmma.py \
+    -k "${MMA_TESTS:-gemm_mma}" > "$out/pytest_mma.txt" 2>&1
+  [ $? -eq 0 ] || status=1
+  grep -E "FAILED|ERROR" "$out/pytest_mma.txt" | head -20; tail -1 "$out/pytest_mma.txt"
+  for dt in f16 bf16; do
+    p=h; [ $dt = bf16 ] && p=b
+    variants=${MMA_VARIANTS:-"P*stage3_swizzle_bswizzle_rbuf_epi,P*stage4_ws,P*stage4_ws_edge,P*persistent*"}
+    python3 bench.py --dtype $dt --variants "${variants//P/${p}gemm_mma}" --iters ${MMA_ITERS:-30} \
+      --shapes 4096x4096x1024,4096x4096x4096,8192x8192x8192 --json results/mma_$dt.json > "$out/mma_$dt.txt" 2>&1
+    rc=$?; [ $rc -eq 0 ] || { echo "bench mma $dt: exit $rc"; status=1; }
+    python3 - results/mma_$dt.json <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+for r in rows:
+    if r["variant"] != "cupy.matmul":
+        print(f'{r["variant"]:<64} {r["M"]}x{r["N"]}x{r["K"]:<6} {r["tflops"] or 0:7.1f} TFLOP/s {r["pct"] or 0:6.1f}%')
+PY
+  done
+  cp results/mma_*.json "$out/" 2>/dev/null
 fi
 
 if has peak; then

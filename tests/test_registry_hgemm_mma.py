@@ -26,7 +26,9 @@ LADDER = [
 ]
 FAMILY = variants(family="hgemm_mma")
 SWIZZLED = [v for v in FAMILY if v.template == "hgemm_mma_swizzle"]
-EDGE = [v for v in FAMILY if v.param_dict.get("EDGE")]
+# the any-shape rungs: _edge (rungs 11, 12) and the persistent rung 13 (TMA zero-fills and clips)
+EDGE = [v for v in FAMILY if v.param_dict.get("EDGE") or v.template == "hgemm_mma_persistent"]
+TMA = ("hgemm_mma_ws", "hgemm_mma_persistent")  # rungs 12 and 13: sm_90a, a producer warpgroup
 
 
 def test_ladder_is_registered_in_order():
@@ -45,15 +47,16 @@ def test_one_template_per_rung_file():
         "hgemm_mma_stages": {"hgemm_mma/04_stages.cu"},
         "hgemm_mma_swizzle": {"hgemm_mma/05_swizzle.cu"},
         "hgemm_mma_ws": {"hgemm_mma/06_ws.cu"},
+        "hgemm_mma_persistent": {"hgemm_mma/07_persistent.cu"},
     }
 
 
 def test_fast_aliases_take_any_aligned_shape():
     h, b = get_variant("hgemm_mma_fast"), get_variant("bgemm_mma_fast")
-    assert h.family == b.family == "hgemm_mma" and h.template == b.template == "hgemm_mma_ws"
+    assert h.family == b.family == "hgemm_mma" and h.template == b.template == "hgemm_mma_persistent"
     assert (h.dtype_in, h.dtype_out, h.dtype_acc) == ("float16", "float16", "float32")
     assert (b.dtype_in, b.dtype_out, b.dtype_acc) == ("bfloat16", "bfloat16", "float32")
-    assert h.multiple_of == b.multiple_of == (1, 8, 8) and h.param_dict["EDGE"] and b.param_dict["EDGE"]
+    assert h.multiple_of == b.multiple_of == (1, 8, 8) and h in EDGE and b in EDGE
     assert h.name.startswith("hgemm_mma_") and b.name.startswith("bgemm_mma_")
 
 
@@ -67,19 +70,19 @@ def test_record(v):
     assert v.dtype_acc == ("float16" if v.name.endswith("_f16acc") or "_f16acc_" in v.name else "float32")
     assert v.math == "mma" and v.seed == "cugemm" and v.align == 16 and v.doc
     assert v.source.startswith("hgemm_mma/") and v.template.startswith("hgemm_mma_")
-    # rung 12 (TMA, setmaxnreg) is Hopper-only; every other rung claims sm_90 (and sm_80 where it fits)
-    assert v.archs == ("sm_90a",) if v.template == "hgemm_mma_ws" else "sm_90" in v.archs
+    # rungs 12, 13 (TMA, setmaxnreg) are Hopper-only; every other rung claims sm_90 (and sm_80 where it fits)
+    assert v.archs == ("sm_90a",) if v.template in TMA else "sm_90" in v.archs
     assert v.min_arch >= 80
     # the block tile and the block follow from the warps and the mma tiles per warp
     warps = p.get("WARPS_M", 1) * p.get("WARPS_N", 1)
-    bm = 16 * p.get("FRAGS_M", 1) * p.get("WARPS_M", 1)
-    bn = 8 * p.get("FRAGS_N", 1) * p.get("WARPS_N", 1)
-    ws = v.template == "hgemm_mma_ws"  # rung 12: one producer warpgroup more, BK fixed at 64
+    bm = 16 * p.get("FRAGS_M", 4 if v.template == "hgemm_mma_persistent" else 1) * p.get("WARPS_M", 1)
+    bn = 8 * p.get("FRAGS_N", 8 if v.template == "hgemm_mma_persistent" else 1) * p.get("WARPS_N", 1)
+    ws = v.template in TMA  # rungs 12, 13: one producer warpgroup more, BK fixed at 64
     assert v.block == (32 * warps + (128 if ws else 0), 1, 1)
     assert v.tile == (bm, bn, 64 if ws else p.get("BK", 16))
     m = re.search(r"_mma(\d)x(\d)_warp(\d)x(\d)(?:x(\d))?", v.name)
     if m:  # mmaAxB: warps; warpCxD[xE]: mma tiles per warp, E k steps of 16 per K-tile
-        assert tuple(map(int, m.groups()[:4])) == (p["WARPS_M"], p["WARPS_N"], p["FRAGS_M"], p["FRAGS_N"])
+        assert tuple(map(int, m.groups()[:4])) == (p["WARPS_M"], p["WARPS_N"], p.get("FRAGS_M", 4), p.get("FRAGS_N", 8))
         assert int(m.group(5) or 1) * 16 == v.tile[2]
     # the rung flags the name spells
     if "STAGES" in p:
@@ -93,11 +96,17 @@ def test_record(v):
         dims = dict(WARPS_M=p["WARPS_M"], WARPS_N=p["WARPS_N"], FRAGS_M=p["FRAGS_M"], FRAGS_N=p["FRAGS_N"],
                     BK=p["BK"], STAGES=p["STAGES"])
         assert v.smem_dynamic == hgemm_mma.swizzle_smem_bytes(**dims, EPI=p["EPI"]) and v.grid_fn is None
+    elif v.template == "hgemm_mma_persistent":
+        assert f"_stage{p['STAGES']}_persistent" in v.name and p["GROUP"] == 8
+        cm = p["CLUSTER_M"]  # _cluster2: tiles stacked in M, the persistent grid's x
+        assert v.cluster == (cm, 1, 1) and (f"_persistent_cluster{cm}" in v.name) == (cm > 1)
+        assert v.args_fn is not None and v.grid_fn is not None
+        assert v.smem_dynamic == hgemm_mma.persistent_smem_bytes(WARPS_M=p["WARPS_M"], WARPS_N=p["WARPS_N"],
+                                                                STAGES=p["STAGES"])
     elif ws:
         assert "_ws" in v.name and f"_stage{p['STAGES']}_ws" in v.name and p["GROUP"] == 8
-        cm = p["CLUSTER_M"]  # rung 13: _cluster2, tiles stacked in M (grid y)
-        assert v.cluster == (1, cm, 1) and (f"_ws_cluster{cm}" in v.name) == (cm > 1)
         assert p["EDGE"] == v.name.endswith("_edge") and v.args_fn is not None and v.grid_fn is None
+        assert v.cluster == (1, 1, 1)
         assert v.smem_dynamic == hgemm_mma.ws_smem_bytes(WARPS_M=p["WARPS_M"], WARPS_N=p["WARPS_N"],
                                                         FRAGS_M=p["FRAGS_M"], FRAGS_N=p["FRAGS_N"],
                                                         STAGES=p["STAGES"])
@@ -108,24 +117,13 @@ def test_record(v):
     else:
         assert v.smem_dynamic == 0
     # shape rule: the tile, or (EDGE) 16-byte rows of A and B
-    assert v.multiple_of == ((1, 8, 8) if p.get("EDGE") else v.tile)
+    assert v.multiple_of == ((1, 8, 8) if v in EDGE else v.tile)
     assert "sm_80" in v.archs or v.smem_dynamic > 163 * 1024 or ws
-
-
-@pytest.mark.parametrize("v", hgemm_mma.PENDING_DEVICE, ids=lambda v: v.name)
-def test_pending_rungs_compile_without_spills(v):
-    """Rung 13 (clusters of 2, B multicast) is written but waits for a GPU run before it is registered:
-    it must keep compiling for sm_90a with 0 spills, and its records follow rung 12's rules."""
-    assert v.name not in {u.name for u in FAMILY} and v.template == "hgemm_mma_ws"
-    test_record(v)
-    r = jit.compile_offline(v, "sm_90a")
-    assert r.spill_bytes == 0 and r.stack_frame == 0, (r.spill_bytes, r.stack_frame)
-    assert r.smem_declared == v.smem_dynamic
 
 
 def test_bf16_siblings_mirror_fp16_rungs():
     bf16 = [v for v in FAMILY if v.dtype_in == "bfloat16"]
-    assert len(bf16) >= 2 and any(v.param_dict["EDGE"] for v in bf16)
+    assert len(bf16) >= 2 and any(v in EDGE for v in bf16)
     for v in bf16:
         fp16 = get_variant(v.name.replace("bgemm_mma_", "hgemm_mma_", 1))
         assert fp16.template == v.template and fp16.tile == v.tile and fp16.smem_dynamic == v.smem_dynamic
@@ -154,7 +152,8 @@ def _sass_ops(v, arch):
     return ops
 
 
-@pytest.mark.parametrize("name", ["hgemm_mma_fast", "bgemm_mma_fast", _S + "_swizzle_bswizzle_rbuf_epi",
+@pytest.mark.parametrize("name", ["hgemm_mma_fast", "bgemm_mma_fast", _H + "mma2x4_warp4x8x4_stage4_ws_edge",
+                                  _S + "_swizzle_bswizzle_rbuf_epi",
                                   _H + "mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge"])
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_90a"])
 def test_sass_is_mma_sync_with_ldmatrix(name, arch):
@@ -165,18 +164,21 @@ def test_sass_is_mma_sync_with_ldmatrix(name, arch):
     if arch not in v.archs:
         pytest.skip(f"{v.name} claims {v.archs}")
     ops = _sass_ops(v, arch)
-    ws = v.template == "hgemm_mma_ws"
+    ws = v.template in TMA
     p = v.param_dict
     hmma = [o for o in ops if o.startswith("HMMA.16816")]
-    per_kstep = p["FRAGS_M"] * p["FRAGS_N"]
+    per_kstep = p.get("FRAGS_M", 4) * p.get("FRAGS_N", 8)
     assert hmma and len(hmma) % per_kstep == 0
     assert all(o == ("HMMA.16816.F32.BF16" if v.dtype_in == "bfloat16" else "HMMA.16816.F32") for o in hmma)
     assert any(o.startswith("LDSM.16.M88.4") for o in ops) and any(o.startswith("LDSM.16.MT88.4") for o in ops)
     assert any(o.startswith("UTMALDG" if ws else "LDGSTS") for o in ops)
     assert not any(o.startswith(("LDL", "STL")) for o in ops), "local memory in the kernel"
     assert any(o.startswith("STSM") for o in ops) == arch.startswith("sm_90")
-    if ws:  # the consumers' only block-wide barrier is the epilogue's named barrier
+    if v.template == "hgemm_mma_ws":  # the consumers' only block-wide barrier is the epilogue's named barrier
         assert any(o.startswith("SYNCS.PHASECHK") for o in ops) and ops.count("BAR.SYNC.DEFER_BLOCKING") == 2
+    elif ws:  # rung 13: no block-wide barrier after the set-up; the epilogue is TMA stores (UTMASTG)
+        assert any(o.startswith("SYNCS.PHASECHK") for o in ops) and ops.count("BAR.SYNC.DEFER_BLOCKING") == 1
+        assert any(o.startswith("UTMASTG") for o in ops)
 
 
 # ---- GPU: the any-shape rungs on the issue's shapes ------------------------------------------------

@@ -135,7 +135,9 @@ def test_every_fp16_top_rung_has_a_bf16_sibling():
 
 @pytest.mark.parametrize("name", [_P + "_stage4", _P + "_cluster2_tma_store_stage4",
                                   "hgemm_wgmma_m64n256k16_bt_persistent_cluster2_stage4",
-                                  "hgemm_wgmma_tf32_m64n256k8_persistent_cluster2_stage4"])
+                                  "hgemm_wgmma_tf32_m64n256k8_persistent_cluster2_stage4",
+                                  "hgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_persistent",
+                                  "hgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_persistent_cluster2"])
 def test_persistent_grid(name):
     v = get_variant(name)
     cl = v.cluster[0]
@@ -143,7 +145,7 @@ def test_persistent_grid(name):
         g = v.grid(M, N, K, H100)
         assert g[1] == g[2] == 1 and g[0] % cl == 0 and cl <= g[0] <= 132
         tm, tn = -(-M // v.tile[0]), -(-N // v.tile[1])
-        ctiles = (-(-tm // cl) * tn) if v.template == "hgemm_wgmma_persistent" else (tm * -(-tn // cl))
+        ctiles = (-(-tm // cl) * tn) if v.template in ("hgemm_wgmma_persistent", "hgemm_mma_persistent") else (tm * -(-tn // cl))
         assert g[0] == min(ctiles, 132 // cl) * cl  # one block per SM, never more than the tiles need
     assert v.grid(8192, 8192, 8192, DeviceInfo(90, 114, 232448))[0] == 114 // cl * cl  # H100 PCIe
 

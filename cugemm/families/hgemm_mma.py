@@ -1,7 +1,7 @@
 """FP16 and BF16 tensor-core GEMM through inline PTX mma.sync.m16n8k16 (fp32 accumulate unless named
 _f16acc): the rung above WMMA (issue 11).
 
-kernels/hgemm_mma/01..05, one kernel template per file, all templated on the element type T (half or
+kernels/hgemm_mma/01..07, one kernel template per file, all templated on the element type T (half or
 __nv_bfloat16): no WMMA API; the fragments are the PTX ISA's (lib/mma.cuh), loaded with ldmatrix
 (.trans for the row-major B), copied with cp.async, swizzled by XOR. The ladder, one idea per rung,
 with its measured TFLOP/s at 4096x4096x1024 / 4096^3 (% of cupy.matmul in the same run):
@@ -40,6 +40,14 @@ with its measured TFLOP/s at 4096x4096x1024 / 4096^3 (% of cupy.matmul in the sa
                            tile rows, any aligned shape for free (TMA zero-fills)
                            stage4_ws / _edge (4096^3):             454.6 / 449.9   (63.2 / 63.4%)
                            (8192^3: 459.3 / 422.7, 64.2 / 64.2%)
+ 13 _persistent            persistent blocks (one per SM, the ring runs on across
+    (07_persistent.cu,     tiles: the producer fills tile i + 1 while the warps
+     sm_90a)               finish tile i) and an epilogue per warp by TMA stores
+                           from two 16-row staging boxes, overlapping the next
+                           tile; any aligned shape (TMA zero-fills and clips)
+                           stage4_persistent                     466  / 461   (71 / 65%)
+                           (8192^3: 463, 65%); _cluster2 (B multicast): 440 /
+                           434 (68 / 61%), a loss
 
 Measured on an NVIDIA H100 80GB HBM3 (132 SMs), 2026-11-23, `python bench.py --dtype f16 --variants
 'hgemm_mma*' --m 4096 --n 4096 --k 1024 4096` (cupy.matmul 643 / 756 TFLOP/s) and `--shapes
@@ -72,8 +80,8 @@ stages, 128x256 vs 256x128 blocks: no difference. The issue's 65% at 4096^3 / 81
 4096x4096x1024 are still not met. Per K-tile a 128x256x64 block reads 48 KB (TMA, L2 -> shared)
 and its warps read 128 KB of ldmatrix from shared memory: at the probes' 640 TFLOP/s that is 7.5
 TB/s from L2 for 132 SMs, the next suspect (not profiled: no ncu run was made). Rung 13
-(PENDING_DEVICE below: clusters of 2 with B multicast, 32 KB per K-tile per block) is the test of
-that; written, compiled, never run. bf16 rung 12 (bgemm_mma_fast): passed the GPU tests, not timed.
+(then written as clusters of 2 with B multicast, 32 KB per K-tile per block, now rung 13's
+_cluster2) was to test that. bf16 rung 12: passed the GPU tests, not timed.
 A later run of the final code (same H100, same day, `bench.py --dtype f16|bf16 --shapes
 4096x4096x1024,4096x4096x4096,8192x8192x8192`, TFLOP/s and % of cupy.matmul):
   fp16 rung 9 (stage3)                  383.9 (60.1%)   478.4 (61.7%)   423.9 (57.0%)
@@ -110,6 +118,29 @@ cupy.matmul; the 128x256x64 rung ran 393 / 484 / 455 in the same runs):
     (389 / 487 / 442) and _edge (396 / 442 / 447): 391 / 407 / 423 and _edge 395 / 418 / 428. No
     gain at K = 1024 (the tile prologue and epilogue are not what costs there), 4-17% slower above.
 
+Rung 13 (2026-11-23, NVIDIA H100 80GB HBM3, one process, `bash scripts/device_check.sh mma`:
+`bench.py --dtype f16|bf16 --shapes 4096x4096x1024,4096x4096x4096,8192x8192x8192`, TFLOP/s and the
+bench's % of cupy.matmul):
+                                        4096x4096x1024   4096^3          8192^3
+  fp16 stage4_ws (rung 12)              407.8 (63.0%)    444.4 (63.3%)   458.0 (64.2%)
+  fp16 stage4_ws_edge (rung 12)         430.0 (66.5%)    444.3 (63.8%)   451.7 (64.4%)
+  fp16 stage3_persistent                468.1 (71.5%)    454.3 (64.6%)   461.5 (64.5%)
+  fp16 stage4_persistent                465.6 (71.3%)    460.5 (65.2%)   463.2 (64.7%)
+  fp16 mma4x2 stage4_persistent         469.9 (71.5%)    460.4 (65.1%)   449.1 (65.0%)
+  fp16 stage3_persistent_cluster2       440.3 (68.1%)    434.0 (61.3%)   428.9 (60.9%)
+  bf16 stage4_ws_edge (rung 12)         422.5 (64.7%)    485.0 (64.2%)   480.0 (64.4%)
+  bf16 stage4_persistent                466.9 (72.1%)    484.9 (65.2%)   408.6 (63.5%)
+Persistence and the overlapped epilogue lift K = 1024 by 5-8 points (16 K-tiles per tile: the
+per-tile launch, fill and block-wide epilogue of rung 12 were about a tenth of a tile's time) and
+4096^3 / 8192^3 by about one. Clusters of 2 with B multicast (a third less L2 traffic per block)
+lose 3-4 points: the L2 is not what limits this rung. What does: Nsight Compute on stage4_persistent
+at 8192^3 (one launch, 2.40 ms, SM clock 1.43 GHz) puts the tensor pipe
+(sm__pipe_tensor_op_hmma_cycles_active) at 92.2% of its peak over the active cycles, "the Shared
+pipeline (FP64 + tensor) over-utilized, 89.0%", L2 at 57% of its throughput (6.1 TB/s), DRAM at
+20%. The mma.sync pipe itself is the cap: at the clock the 700 W limit leaves under a sustained
+GEMM, 100% of it is about 500 TFLOP/s, 66-70% of what cuBLAS's wgmma kernels reach in the same run,
+so 65% at 4096^3 and 8192^3 is within 5% of all that mma.sync can do on this GPU.
+
 Names: hgemm_mma_m16n8k16_<block/warp tile>[_stageS][_swizzle][_bswizzle][_rbuf][_epi][_f16acc][_edge]:
 mmaAxB = A x B warps, warpCxD[xE] = C x D mma tiles of 16x8 per warp and E k steps of 16 per K-tile;
 `_swizzle` is the shared-memory XOR swizzle, `_bswizzle` the block (grid) swizzle in bands of 8 tile
@@ -117,17 +148,17 @@ rows (`_bswizzle16`: 16; no `_bswizzle`: launch order). The bf16 siblings are th
 T = __nv_bfloat16 (bf16 in and out, fp32 accumulate), named with the prefix bgemm_mma_ instead of
 hgemm_mma_. `_ws` (rung 12, sm_90a only): the TMA producer / mma.sync consumer kernel, which always
 has the 128-byte TMA swizzle, bands of 8 tile rows, double-buffered fragments and the shared-memory
-epilogue (warp-private copy-out); `_cluster2`: clusters of 2 blocks with B multicast (rung 13,
-pending). Aliases: hgemm_mma_fast / bgemm_mma_fast, the top any-shape rung
-(mma2x4_warp4x8x4_stage4_ws_edge: 128x256x64, sm_90a; on sm_80 use the rung 11 _edge names).
+epilogue (warp-private copy-out); `_persistent` (rung 13, sm_90a only): rung 12's block, persistent,
+with the TMA-store epilogue, any aligned shape; `_cluster2`: clusters of 2 blocks with B multicast.
+Aliases: hgemm_mma_fast / bgemm_mma_fast, the top rung (mma2x4_warp4x8x4_stage4_persistent:
+128x256x64, any M, N, K with N, K % 8 == 0, sm_90a; on sm_80 use the rung 11 _edge names).
 """
 from __future__ import annotations
-
-from collections import OrderedDict
 
 from .. import tma
 from ..arch import archs_for_smem
 from ..variant import Variant
+from . import hgemm_wgmma
 
 PAD = 8  # halves of padding per shared row in rungs 2-4 (conflict-free fragment reads)
 EDGE_MULTIPLE = (1, 8, 8)  # rows of A (K) and B (N) start 16-byte aligned: any M, N % 8, K % 8
@@ -209,48 +240,49 @@ def ws_smem_bytes(*, WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, STAGES) -> int:
     return STAGES * (bm + bn) * 128 + WS_SLACK
 
 
-# ---- rung 12's kernel arguments: the tensor maps of A and B, cached per launch signature --------
-_ARGS: OrderedDict = OrderedDict()
-MAX_ARGS_CACHED = 256
-
-
-def _row_stride(op, cols: int, itemsize: int) -> int:
-    """Bytes between rows (a one-row matrix may report any stride: use the dense one)."""
-    return int(op.strides[0]) if op.shape[0] > 1 else cols * itemsize
-
-
+# ---- rungs 12 and 13's kernel arguments: tensor maps, cached per launch signature (hgemm_wgmma) ----
 def _maps_ab(v, A, B, C, M, N, K):
-    """A in boxes {64 k, BM rows}, B in boxes {64 columns, 64 k}, 128-byte swizzled (06_ws.cu)."""
+    """Rung 12: A in boxes {64 k, BM rows}, B in boxes {64 columns, 64 k}, 128-byte swizzled."""
     size = v.dt_in.itemsize
-    ma = tma.tensor_map_2d(A.ptr, v.dtype_in, M, K, _row_stride(A, K, size), (64, v.tile[0]))
-    mb = tma.tensor_map_2d(B.ptr, v.dtype_in, K, N, _row_stride(B, N, size), (64, 64))
+    ma = tma.tensor_map_2d(A.ptr, v.dtype_in, M, K, hgemm_wgmma.row_stride(A, K, size), (64, v.tile[0]))
+    mb = tma.tensor_map_2d(B.ptr, v.dtype_in, K, N, hgemm_wgmma.row_stride(B, N, size), (64, 64))
     return ma, mb
 
 
-def _tma_args(v, A, B, C, M, N, K):
-    """args_fn of rung 12: the two maps' kernel arguments; one dictionary look-up per launch in
-    steady state (the entry keeps the TensorMap objects, whose host bytes the arguments point at)."""
-    key = (v.name, A.ptr, B.ptr, M, N, K, A.strides, B.strides)
-    hit = _ARGS.get(key)
-    if hit is None:
-        maps = _maps_ab(v, A, B, C, M, N, K)
-        hit = _ARGS[key] = (maps, tuple(m.arg for m in maps))
-        while len(_ARGS) > MAX_ARGS_CACHED:
-            _ARGS.popitem(last=False)
-    return hit[1]
+def _maps_abc(v, A, B, C, M, N, K):
+    """Rung 13: rung 12's maps and C in boxes {64 columns, 16 rows} (a staging box)."""
+    mc = tma.tensor_map_2d(C.ptr, v.dtype_out, M, N, hgemm_wgmma.row_stride(C, N, v.dt_out.itemsize), (64, 16))
+    return _maps_ab(v, A, B, C, M, N, K) + (mc,)
 
 
-def _ws(name, *, WARPS_M=2, WARPS_N=4, FRAGS_M=4, FRAGS_N=8, STAGES=4, GROUP=8, CLUSTER_M=1, EDGE=False,
+def _ws(name, *, WARPS_M=2, WARPS_N=4, FRAGS_M=4, FRAGS_N=8, STAGES=4, GROUP=8, EDGE=False,
         dtype="float16", doc, **kw):
     bm, bn = _tiles(WARPS_M, WARPS_N, FRAGS_M, FRAGS_N)
     smem = ws_smem_bytes(WARPS_M=WARPS_M, WARPS_N=WARPS_N, FRAGS_M=FRAGS_M, FRAGS_N=FRAGS_N, STAGES=STAGES)
     v = _record(name, source="hgemm_mma/06_ws.cu", template="hgemm_mma_ws",
                 params=(("WARPS_M", WARPS_M), ("WARPS_N", WARPS_N), ("FRAGS_M", FRAGS_M),
-                        ("FRAGS_N", FRAGS_N), ("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_M", CLUSTER_M),
-                        ("EDGE", EDGE)),
+                        ("FRAGS_N", FRAGS_N), ("STAGES", STAGES), ("GROUP", GROUP), ("EDGE", EDGE)),
                 tile=(bm, bn, 64), threads=32 * WARPS_M * WARPS_N + 128, dtype=dtype, smem=smem, edge=EDGE,
-                archs=("sm_90a",), cluster=(1, CLUSTER_M, 1), doc=doc, args_fn=_tma_args, **kw)
+                archs=("sm_90a",), doc=doc, args_fn=hgemm_wgmma.cached_args(_maps_ab), **kw)
     return v
+
+
+def persistent_smem_bytes(*, WARPS_M, WARPS_N, STAGES) -> int:
+    """Dynamic shared memory of hgemm_mma_persistent (mirrors hgemm_mma_persistent_smem_bytes,
+    07_persistent.cu): the ring, two 2 KB staging boxes per consumer warp and the alignment slack."""
+    bm, bn = _tiles(WARPS_M, WARPS_N, 4, 8)
+    return STAGES * (bm + bn) * 128 + WARPS_M * WARPS_N * 2 * 16 * 128 + WS_SLACK
+
+
+def _persistent(name, *, WARPS_M=2, WARPS_N=4, STAGES=3, GROUP=8, CLUSTER_M=1, dtype="float16", doc, **kw):
+    bm, bn = _tiles(WARPS_M, WARPS_N, 4, 8)
+    smem = persistent_smem_bytes(WARPS_M=WARPS_M, WARPS_N=WARPS_N, STAGES=STAGES)
+    return _record(name, source="hgemm_mma/07_persistent.cu", template="hgemm_mma_persistent",
+                   params=(("WARPS_M", WARPS_M), ("WARPS_N", WARPS_N), ("STAGES", STAGES), ("GROUP", GROUP),
+                           ("CLUSTER_M", CLUSTER_M)),
+                   tile=(bm, bn, 64), threads=32 * WARPS_M * WARPS_N + 128, dtype=dtype, smem=smem, edge=True,
+                   archs=("sm_90a",), cluster=(CLUSTER_M, 1, 1), grid_fn=hgemm_wgmma.persistent_grid,
+                   args_fn=hgemm_wgmma.cached_args(_maps_abc), doc=doc, **kw)
 
 
 _H = "hgemm_mma_m16n8k16_"
@@ -317,7 +349,7 @@ VARIANTS: tuple[Variant, ...] = (
         doc="a TMA producer warpgroup and 8 mma.sync consumer warps on FULL/EMPTY mbarriers, 4 stages"),
     _ws(_H + "mma4x2_warp4x8x4_stage4_ws", WARPS_M=4, WARPS_N=2, STAGES=4,
         doc="the warp-specialised TMA rung with 256x128x64 blocks (4 x 2 consumer warps)"),
-    _ws(_H + "mma2x4_warp4x8x4_stage4_ws_edge", STAGES=4, EDGE=True, aliases=("hgemm_mma_fast",),
+    _ws(_H + "mma2x4_warp4x8x4_stage4_ws_edge", STAGES=4, EDGE=True,
         doc="any M, N, K with N, K % 8 == 0: TMA zero-fills the tails, bounded stores"),
     # the any-shape form of the 128x128x64 rung: 96 KB of shared memory, so it is the any-shape
     # rung of the chips with ~100 KB per block (sm_86, sm_89; cugemm.matmul's fallback there)
@@ -333,25 +365,22 @@ VARIANTS: tuple[Variant, ...] = (
     _ws(_B + "mma2x4_warp4x8x4_stage4_ws", STAGES=4, dtype="bfloat16",
         doc="bf16 in and out, fp32 accumulate: the warp-specialised TMA rung"),
     _ws(_B + "mma2x4_warp4x8x4_stage4_ws_edge", STAGES=4, EDGE=True, dtype="bfloat16",
-        aliases=("bgemm_mma_fast",),
         doc="bf16, the warp-specialised TMA rung, any M, N, K with N, K % 8 == 0"),
+    # ---- rung 13: persistent blocks, TMA-store epilogue per warp (sm_90a) ---------------------------
+    _persistent(_H + "mma2x4_warp4x8x4_stage3_persistent",
+                doc="persistent blocks (one per SM), the ring runs on across tiles, each warp stores its "
+                    "64x64 block by TMA while it starts the next tile; any M, N, K with N, K % 8 == 0"),
+    _persistent(_H + "mma2x4_warp4x8x4_stage4_persistent", STAGES=4, aliases=("hgemm_mma_fast",),
+                doc="the persistent rung with a 4-stage ring"),
+    _persistent(_H + "mma4x2_warp4x8x4_stage4_persistent", WARPS_M=4, WARPS_N=2, STAGES=4,
+                doc="the persistent rung with 256x128x64 tiles and a 4-stage ring"),
+    _persistent(_H + "mma2x4_warp4x8x4_stage3_persistent_cluster2", CLUSTER_M=2,
+                doc="the persistent rung in clusters of 2 tiles stacked in M, B multicast to both"),
+    _persistent(_H + "mma4x2_warp4x8x4_stage3_persistent", WARPS_M=4, WARPS_N=2,
+                doc="the persistent rung with 256x128x64 tiles (4 x 2 consumer warps)"),
+    _persistent(_B + "mma2x4_warp4x8x4_stage3_persistent", dtype="bfloat16",
+                doc="bf16, persistent blocks with the per-warp TMA-store epilogue, any aligned shape"),
+    _persistent(_B + "mma2x4_warp4x8x4_stage4_persistent", STAGES=4, dtype="bfloat16", aliases=("bgemm_mma_fast",),
+                doc="bf16, the persistent rung with a 4-stage ring"),
 )
 
-# Rung 13, written and compiled (0 spills, sm_90a; tests/test_registry_hgemm_mma.py compiles them)
-# but NOT registered: the device was withdrawn before they ran once, so neither their correctness on
-# a GPU nor their speed is known. Clusters of 2 blocks on tiles stacked in M (__cluster_dims__(1, 2,
-# 1), grid y rounded to even by the launcher): each block's producer copies its own A and half of B
-# (2 of 4 panels) with TMA multicast to both blocks, EMPTY counts the consumer warps of both blocks
-# (16), and every consumer warp releases a stage in both (mbarrier_arrive_remote): per K-tile a block
-# reads 32 KB from L2 instead of 48 KB. To register: move them into VARIANTS (after rung 12) once a
-# GPU run has passed tests/test_gpu.py and tests/test_registry_hgemm_mma.py -m gpu on them.
-PENDING_DEVICE: tuple[Variant, ...] = (
-    _ws(_H + "mma2x4_warp4x8x4_stage4_ws_cluster2", STAGES=4, CLUSTER_M=2,
-        doc="clusters of 2 tiles stacked in M: each block copies half of B, multicast to both"),
-    _ws(_H + "mma2x4_warp4x8x4_stage3_ws_cluster2", STAGES=3, CLUSTER_M=2,
-        doc="clusters of 2 tiles stacked in M, B multicast, 3 stages"),
-    _ws(_H + "mma2x4_warp4x8x4_stage4_ws_cluster2_edge", STAGES=4, CLUSTER_M=2, EDGE=True,
-        doc="clusters of 2, B multicast, any M, N, K with N, K % 8 == 0"),
-    _ws(_B + "mma2x4_warp4x8x4_stage4_ws_cluster2_edge", STAGES=4, CLUSTER_M=2, EDGE=True, dtype="bfloat16",
-        doc="bf16, clusters of 2 with B multicast, any M, N, K with N, K % 8 == 0"),
-)

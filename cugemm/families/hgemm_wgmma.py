@@ -150,7 +150,7 @@ _ARGS: OrderedDict = OrderedDict()
 MAX_ARGS_CACHED = 256
 
 
-def _cached(maps_fn):
+def cached_args(maps_fn):
     """An args_fn that remembers the tensor maps of each (variant, operands, shape): one dictionary
     look-up per launch in steady state. The entries hold the TensorMap objects themselves, so the
     host bytes each CPointer argument points at stay alive while the entry does."""
@@ -169,7 +169,7 @@ def _cached(maps_fn):
     return args_fn
 
 
-def _row_stride(op, cols: int, itemsize: int, layout: str = "row") -> int:
+def row_stride(op, cols: int, itemsize: int, layout: str = "row") -> int:
     """Bytes between the rows of `op` as it lies in memory: strides[0] for a 'row' operand,
     strides[1] for a 'col' one (whose memory rows are its columns). A matrix of one memory row may
     report any stride: use the dense one, rounded up to the 16 bytes TMA asks even of a stride it
@@ -182,37 +182,37 @@ def _maps_ab(v, A, B, C, M, N, K):
     """Tensor maps of A (box {64 k, BM rows}) and B (box {64 columns, 64 k}), 128-byte swizzled."""
     dt = v.dtype_in
     size = v.dt_in.itemsize
-    ma = tma.tensor_map_2d(A.ptr, dt, M, K, _row_stride(A, K, size), (BK, v.tile[0]))
-    mb = tma.tensor_map_2d(B.ptr, dt, K, N, _row_stride(B, N, size), (64, BK))
+    ma = tma.tensor_map_2d(A.ptr, dt, M, K, row_stride(A, K, size), (BK, v.tile[0]))
+    mb = tma.tensor_map_2d(B.ptr, dt, K, N, row_stride(B, N, size), (64, BK))
     return ma, mb
 
 
-def _maps_persistent(v, A, B, C, M, N, K):
+def maps_persistent(v, A, B, C, M, N, K):
     """Rungs 5-7 and their forms: A (box {64 k, 128 rows}; 'col': box {64 m, 64 k} of the K x M
     memory), B (box {64 columns, 64 k}; 'col': box {64 k, 64 n} of the N x K memory), then C (box
     {64, 64}, what a consumer's staging box holds) or, for ANY_C, C's row stride in elements."""
     dt, size = v.dtype_in, v.dt_in.itemsize
     if v.a_layout == "col":
-        ma = tma.tensor_map_2d(A.ptr, dt, K, M, _row_stride(A, M, size, "col"), (64, BK))
+        ma = tma.tensor_map_2d(A.ptr, dt, K, M, row_stride(A, M, size, "col"), (64, BK))
     else:
-        ma = tma.tensor_map_2d(A.ptr, dt, M, K, _row_stride(A, K, size), (BK, v.tile[0]))
+        ma = tma.tensor_map_2d(A.ptr, dt, M, K, row_stride(A, K, size), (BK, v.tile[0]))
     if v.b_layout == "col":
-        mb = tma.tensor_map_2d(B.ptr, dt, N, K, _row_stride(B, K, size, "col"), (BK, 64))
+        mb = tma.tensor_map_2d(B.ptr, dt, N, K, row_stride(B, K, size, "col"), (BK, 64))
     else:
-        mb = tma.tensor_map_2d(B.ptr, dt, K, N, _row_stride(B, N, size), (64, BK))
+        mb = tma.tensor_map_2d(B.ptr, dt, K, N, row_stride(B, N, size), (64, BK))
     osize = v.dt_out.itemsize
     if v.param_dict.get("ANY_C"):
-        return ma, mb, np.int32(_row_stride(C, N, osize) // osize if M > 1 else N)
-    return ma, mb, tma.tensor_map_2d(C.ptr, v.dtype_out, M, N, _row_stride(C, N, osize), (64, 64))
+        return ma, mb, np.int32(row_stride(C, N, osize) // osize if M > 1 else N)
+    return ma, mb, tma.tensor_map_2d(C.ptr, v.dtype_out, M, N, row_stride(C, N, osize), (64, 64))
 
 
 def _maps_bt(v, A, B, C, M, N, K):
     """Rung 8: A in boxes {64 k, 256 / CLUSTER_N rows} (a cluster's blocks copy one part each), B and
     C in boxes {64, 64}."""
     dt, size = v.dtype_in, v.dt_in.itemsize
-    ma = tma.tensor_map_2d(A.ptr, dt, M, K, _row_stride(A, K, size), (BK, 256 // v.cluster[0]))
-    mb = tma.tensor_map_2d(B.ptr, dt, K, N, _row_stride(B, N, size), (64, BK))
-    mc = tma.tensor_map_2d(C.ptr, v.dtype_out, M, N, _row_stride(C, N, v.dt_out.itemsize), (64, 64))
+    ma = tma.tensor_map_2d(A.ptr, dt, M, K, row_stride(A, K, size), (BK, 256 // v.cluster[0]))
+    mb = tma.tensor_map_2d(B.ptr, dt, K, N, row_stride(B, N, size), (64, BK))
+    mc = tma.tensor_map_2d(C.ptr, v.dtype_out, M, N, row_stride(C, N, v.dt_out.itemsize), (64, 64))
     return ma, mb, mc
 
 
@@ -220,8 +220,8 @@ def _maps_tf32(v, A, B, C, M, N, K):
     """TF32: float32 A (box {32 k, 256 / CLUSTER_N rows}) and B (box {32 columns, 32 k}) loaded as
     TFLOAT32 (the copy engine rounds to TF32), 128-byte swizzled."""
     cn = v.cluster[0]
-    ma = tma.tensor_map_2d(A.ptr, "tfloat32", M, K, _row_stride(A, K, 4), (32, 256 // cn))
-    mb = tma.tensor_map_2d(B.ptr, "tfloat32", K, N, _row_stride(B, N, 4), (32, 32))
+    ma = tma.tensor_map_2d(A.ptr, "tfloat32", M, K, row_stride(A, K, 4), (32, 256 // cn))
+    mb = tma.tensor_map_2d(B.ptr, "tfloat32", K, N, row_stride(B, N, 4), (32, 32))
     return ma, mb
 
 
@@ -232,7 +232,7 @@ def _cdiv(a: int, b: int) -> int:
 _GRIDS: dict = {}
 
 
-def _persistent_grid(v, M, N, K, dev):
+def persistent_grid(v, M, N, K, dev):
     """One block per SM (whole clusters), or fewer when there are fewer tiles; clusters run along M
     (rungs 5-7) or along N (rung 8, the TF32 sibling: the kernels with a CLUSTER_N parameter)."""
     sms = dev.sms if dev is not None else DEFAULT_SMS
@@ -266,7 +266,7 @@ def _tma(name, *, BN, STAGES, dtype="float16", doc, **kw):
     return Variant(source="hgemm_wgmma/02_tma.cu", template="hgemm_wgmma_tma",
                    params=(("BN", BN), ("STAGES", STAGES), ("T", CTYPES[dtype])),
                    tile=(BM, BN, BK), block=(256, 1, 1), multiple_of=(BM, BN, BK),
-                   smem_dynamic=ring_smem_bytes(BM, BN, STAGES), args_fn=_cached(_maps_ab),
+                   smem_dynamic=ring_smem_bytes(BM, BN, STAGES), args_fn=cached_args(_maps_ab),
                    **_common(name, dtype, doc, **kw))
 
 
@@ -275,7 +275,7 @@ def _ws(name, *, BN, CONSUMERS, STAGES, dtype="float16", doc, **kw):
                    params=(("BM", BM), ("BN", BN), ("CONSUMERS", CONSUMERS), ("STAGES", STAGES),
                            ("T", CTYPES[dtype])),
                    tile=(BM, BN, BK), block=(128 * (CONSUMERS + 1), 1, 1), multiple_of=(BM, BN, BK),
-                   smem_dynamic=ring_smem_bytes(BM, BN, STAGES), args_fn=_cached(_maps_ab),
+                   smem_dynamic=ring_smem_bytes(BM, BN, STAGES), args_fn=cached_args(_maps_ab),
                    **_common(name, dtype, doc, **kw))
 
 
@@ -298,7 +298,7 @@ def _persistent(name, *, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STORE=False
                    tile=(BM, BN, BK), block=(384, 1, 1), a_layout="col" if A_COL else "row",
                    b_layout="col" if B_COL else "row",
                    smem_dynamic=persistent_smem_bytes(BN, STAGES, TMA_STORE, ANY_C), cluster=(CLUSTER_M, 1, 1),
-                   grid_fn=_persistent_grid, args_fn=_cached(_maps_persistent),
+                   grid_fn=persistent_grid, args_fn=cached_args(maps_persistent),
                    **_common(name, dtype, doc, **{"multiple_of": (1, 8, 8), **kw}))
 
 
@@ -337,7 +337,7 @@ def _persistent_bt(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, dtype="float16", doc
                    params=(("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_N", CLUSTER_N), ("T", CTYPES[dtype])),
                    tile=(256, 128, BK), block=(384, 1, 1), multiple_of=(1, 8, 8),
                    smem_dynamic=persistent_bt_smem_bytes(STAGES), cluster=(CLUSTER_N, 1, 1),
-                   grid_fn=_persistent_grid, args_fn=_cached(_maps_bt), **_common(name, dtype, doc, **kw))
+                   grid_fn=persistent_grid, args_fn=cached_args(_maps_bt), **_common(name, dtype, doc, **kw))
 
 
 def _tf32(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, doc, **kw):
@@ -345,7 +345,7 @@ def _tf32(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, doc, **kw):
                    params=(("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_N", CLUSTER_N)),
                    tile=(256, 128, 32), block=(384, 1, 1), multiple_of=(1, 4, 4),
                    smem_dynamic=tf32_smem_bytes(STAGES), cluster=(CLUSTER_N, 1, 1),
-                   grid_fn=_persistent_grid, args_fn=_cached(_maps_tf32),
+                   grid_fn=persistent_grid, args_fn=cached_args(_maps_tf32),
                    **_common(name, "float32", doc, math_dtype="tfloat32", **kw))
 
 

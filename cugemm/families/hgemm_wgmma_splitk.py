@@ -40,7 +40,7 @@ reduction is not what the fixed cost is made of. Not reached: 100% of cupy.matmu
 from __future__ import annotations
 
 from ..variant import Variant
-from .hgemm_wgmma import BK, BM, CTYPES, DEFAULT_SMS, FAMILY, SLACK, _cached, _cdiv, _maps_ab
+from .hgemm_wgmma import BK, BM, CTYPES, DEFAULT_SMS, FAMILY, SLACK, _cdiv, _maps_ab, cached_args
 
 # ---- the split heuristic -------------------------------------------------------------------------
 MAX_SPLITS = 16
@@ -134,7 +134,7 @@ def workspace_bytes() -> int:
     return sum(p.nbytes + c.nbytes for p, c in _WORKSPACES.values())
 
 
-_map_args = _cached(_maps_ab)
+_map_args = cached_args(_maps_ab)
 
 
 def _args(v, A, B, C, M, N, K):

@@ -1,6 +1,6 @@
 // cugemm/kernels/hgemm_mma/06_ws.cu -- mma.sync HGEMM, rung 12: warp specialisation, a TMA
 // producer and mma.sync consumers that never meet at a block-wide barrier in the main loop,
-// hgemm_mma_m16n8k16_mma2x4_warp4x8x4_stageS_ws[_cluster2][_edge] and the bf16 siblings bgemm_mma_... .
+// hgemm_mma_m16n8k16_mma2x4_warp4x8x4_stageS_ws[_edge] and the bf16 siblings bgemm_mma_... .
 // The math is still mma.sync.m16n8k16 fed by ldmatrix (no wgmma): the top rung of the mma.sync
 // family, Hopper only (sm_90a: TMA, mbarrier transaction counts, setmaxnreg).
 //
@@ -37,12 +37,8 @@
 //  8 lanes per 128-byte row segment (__syncwarp, no second block barrier).
 //  Blocks walk C in bands of GROUP tile rows (rung 6).
 //
-// Rung 13 (CLUSTER_M = 2, `_ws_cluster2`; written and compiled, never run: not registered, see
-// PENDING_DEVICE in cugemm/families/hgemm_mma.py): clusters of 2 blocks on tiles stacked in M
-// (__cluster_dims__(1, 2, 1); the cluster tiles walk the same bands). Each producer copies its own A
-// and half of the B panels with TMA multicast into both blocks; EMPTY counts the consumer warps of
-// both blocks and each consumer warp releases a stage in both (mbarrier_arrive_remote); cluster
-// barriers after the mbarrier init and before exit. Per K-tile a block reads 32 KB from L2, not 48.
+// Rung 13 (07_persistent.cu) keeps this block and makes it persistent, with the epilogue by TMA
+// stores; it also carries the clusters-of-2 form with B multicast (measured slower there).
 //
 // Measured on an H100 80GB HBM3 (2026-11-23, bench.py, one process, TFLOP/s and % of cupy.matmul):
 //   4096^3: stage4_ws 454.6 (63.2%), stage4_ws_edge 449.9 (63.4%), stage3_ws 461.7 (63.8%), beside
@@ -55,10 +51,10 @@
 // Template parameters: WARPS_M x WARPS_N consumer warps (a multiple of 4: whole warpgroups for
 //   setmaxnreg), each FRAGS_M x FRAGS_N mma tiles (warp tile WM = 16 FRAGS_M by WN = 8 FRAGS_N =
 //   64: one B panel); STAGES (2..4); GROUP (tile rows per raster band; 0 or 1: row-major);
-//   CLUSTER_M (1, or 2: rung 13); EDGE (bounded stores); T. Fixed: BK = 64 (one 128-byte swizzle row
+//   EDGE (bounded stores); T. Fixed: BK = 64 (one 128-byte swizzle row
 //   of A per K-tile).
 //   BM = WARPS_M * WM (<= 256, one TMA box), BN = WARPS_N * 64.
-// Launch: grid = (ceil(N / BN), ceil(M / BM) rounded up to CLUSTER_M, 1),
+// Launch: grid = (ceil(N / BN), ceil(M / BM), 1),
 //   block = (32 * WARPS_M * WARPS_N + 128, 1, 1),
 //   dynamic shared memory hgemm_mma_ws_smem_bytes = STAGES * (BM + BN) * 128 + 1024 bytes (the
 //   ring, 1024-byte aligned by hand: the slack); extra kernel arguments: the tensor maps of A (box
@@ -70,76 +66,34 @@
 #include "../lib/raster.cuh"
 #include "../lib/swizzle.cuh"
 #include "../lib/tma.cuh"
-#include "hgemm_mma.cuh"
+#include "tma_ring.cuh"
 
-template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int STAGES, int GROUP, int CLUSTER_M, bool EDGE,
+template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int STAGES, int GROUP, bool EDGE,
           class T>
 __device__ constexpr int hgemm_mma_ws_smem_bytes =
     STAGES * (16 * FRAGS_M * WARPS_M + 8 * FRAGS_N * WARPS_N) * 128 + 1024;
 
-namespace hgemm_mma {
-
-// The consumers' view of the TMA-filled ring: A stages [BM][64] and B stages (BN / 64 panels of
-// [64][64]) of 16-bit T, 128-byte swizzled, and a warp's ldmatrix loads of one k step.
-template <int BM, int BN, int FRAGS_M, int FRAGS_N, int STAGES>
-struct TmaRing {
-  static constexpr int A_STAGE = BM * 128, B_PANEL = 64 * 128, B_STAGE = BN / 64 * B_PANEL;
-  unsigned sA, sB;            // ring bases (shared window, 1024-byte aligned)
-  unsigned a_lane, b_lane;    // this lane's offsets for k step 0, fragment 0 / pair 0
-
-  __device__ __forceinline__ TmaRing(unsigned ring, int lane, int wm0, int wn0)
-      : sA(ring), sB(ring + STAGES * A_STAGE) {
-    // lane l addresses row l % 16 of its 16 x 16 block, chunk column l / 16 (wm0 % 8 == 0)
-    const int sw = ((lane >> 4) ^ (lane & 7)) * 16;
-    a_lane = (wm0 + (lane & 15)) * 128 + sw;
-    b_lane = wn0 / 64 * B_PANEL + (lane & 15) * 128 + sw;
-  }
-
-  // k step kk of stage s: ldmatrix.x4 per 16 x 16 A fragment, ldmatrix.x4.trans per pair of 16 x 8
-  // B fragments (chunk column 2 kk of A / 2 jp of the panel: an XOR inside the 128-byte line).
-  __device__ __forceinline__ void load_frags(int s, int kk, unsigned (&fa)[FRAGS_M][4],
-                                             unsigned (&fb)[FRAGS_N][2]) const {
-    const unsigned a_s = sA + s * A_STAGE + (a_lane ^ (kk * 32));
-#pragma unroll
-    for (int i = 0; i < FRAGS_M; ++i) ldmatrix_x4(fa[i], a_s + i * 16 * 128);
-    const unsigned b_s = sB + s * B_STAGE + kk * 16 * 128;
-#pragma unroll
-    for (int jp = 0; jp < FRAGS_N / 2; ++jp) {
-      unsigned r[4];
-      ldmatrix_x4_trans(r, b_s + (b_lane ^ (jp * 32)));
-      fb[2 * jp][0] = r[0];
-      fb[2 * jp][1] = r[1];
-      fb[2 * jp + 1][0] = r[2];
-      fb[2 * jp + 1][1] = r[3];
-    }
-  }
-};
-
-}  // namespace hgemm_mma
-
-template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int STAGES, int GROUP, int CLUSTER_M, bool EDGE,
+template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int STAGES, int GROUP, bool EDGE,
           class T>
-__global__ void __cluster_dims__(1, CLUSTER_M, 1) __launch_bounds__(32 * WARPS_M * WARPS_N + 128, 1)
+__global__ void __launch_bounds__(32 * WARPS_M * WARPS_N + 128, 1)
     hgemm_mma_ws(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K,
                  const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b) {
   using namespace hgemm_mma;
   constexpr int CONSUMER_WARPS = WARPS_M * WARPS_N, NC = 32 * CONSUMER_WARPS;
   constexpr int WM = 16 * FRAGS_M, WN = 8 * FRAGS_N, BM = WM * WARPS_M, BN = WN * WARPS_N;
-  constexpr int BK = 64, KSTEPS = BK / 16;
-  using Ring = TmaRing<BM, BN, FRAGS_M, FRAGS_N, STAGES>;
-  constexpr unsigned STAGE_TX = Ring::A_STAGE + Ring::B_STAGE;
+  constexpr int BK = 64;
+  using Tiles = TmaRing<BM, BN, FRAGS_M, FRAGS_N, STAGES>;
+  constexpr unsigned STAGE_TX = Tiles::A_STAGE + Tiles::B_STAGE;
   constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   static_assert(CONSUMER_WARPS % 4 == 0, "consumers are whole warpgroups (setmaxnreg)");
   static_assert(WN == 64 && WM % 16 == 0 && BM <= 256, "a warp's columns are one B panel; A is one box");
   static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 stages");
-  static_assert(BM * BN * 2 <= STAGES * (Ring::A_STAGE + Ring::B_STAGE), "the C tile fits over the ring");
+  static_assert(BM * BN * 2 <= STAGES * (Tiles::A_STAGE + Tiles::B_STAGE), "the C tile fits over the ring");
   static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * NC <= 65536, "the register file");
-  constexpr int PANELS = BN / 64, MY_PANELS = PANELS / CLUSTER_M;  // B panels this block copies
-  static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && PANELS % CLUSTER_M == 0,
-                "the cluster splits B by whole panels");
-  static_assert(hgemm_mma_ws_smem_bytes<WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, STAGES, GROUP, CLUSTER_M, EDGE,
+  constexpr int PANELS = BN / 64;
+  static_assert(hgemm_mma_ws_smem_bytes<WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, STAGES, GROUP, EDGE,
                                         T> ==
-                    STAGES * (Ring::A_STAGE + Ring::B_STAGE) + 1024,
+                    STAGES * (Tiles::A_STAGE + Tiles::B_STAGE) + 1024,
                 "the declared dynamic shared memory is the ring plus the alignment slack");
 
   extern __shared__ unsigned char smem_raw[];
@@ -149,23 +103,13 @@ __global__ void __cluster_dims__(1, CLUSTER_M, 1) __launch_bounds__(32 * WARPS_M
   if (threadIdx.x == NC) {
     tma_prefetch_map(&tmap_a);
     tma_prefetch_map(&tmap_b);
-    init_ring_barriers<STAGES>(full, empty, CLUSTER_M * CONSUMER_WARPS);  // every consumer warp of the cluster
+    init_ring_barriers<STAGES>(full, empty, CONSUMER_WARPS);  // one arrival per consumer warp
   }
-  sync_cta_or_cluster<CLUSTER_M>();  // every block's barriers exist before any multicast or remote arrival
+  __syncthreads();  // the barriers exist before any copy or arrival
 
-  // The tile: bands of GROUP tile rows (rung 6); with clusters, of GROUP / CLUSTER_M rows of cluster
-  // tiles (CLUSTER_M tiles stacked in M, the blocks of one cluster: blockIdx.y / CLUSTER_M). Each
-  // role computes it after its setmaxnreg (values live across it were spilled with clusters).
-  const int rank = CLUSTER_M > 1 ? static_cast<int>(cluster_ctarank()) : 0;
+  // The tile: bands of GROUP tile rows (rung 6). Each role computes it after its setmaxnreg.
   auto tile_origin = [&]() __attribute__((always_inline)) {
-    TileCoord t;
-    if constexpr (CLUSTER_M == 1) {
-      t = block_tile_grouped<GROUP>();
-    } else {
-      t = raster_grouped(blockIdx.y / CLUSTER_M * gridDim.x + blockIdx.x, gridDim.y / CLUSTER_M, gridDim.x,
-                         GROUP / CLUSTER_M);
-      t.row = t.row * CLUSTER_M + rank;
-    }
+    const TileCoord t = block_tile_grouped<GROUP>();
     return TileCoord{t.row * BM, t.col * BN};
   };
   const int num_kt = (K + BK - 1) / BK;
@@ -175,36 +119,20 @@ __global__ void __cluster_dims__(1, CLUSTER_M, 1) __launch_bounds__(32 * WARPS_M
     setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == NC) {
       const TileCoord o = tile_origin();
-      const int m0 = o.row, n0 = o.col;
       unsigned char* const sA = ring;
-      unsigned char* const sB = ring + STAGES * Ring::A_STAGE;
-      // a block of a cluster past M (an odd number of tile rows) computes a copy of its pair's rows
-      // that is never stored, but still copies its share of B for the pair
-      const int m_load = m0 < M ? m0 : m0 - rank * BM;
-      int s = 0;
-      unsigned phase = 0;
+      unsigned char* const sB = ring + STAGES * Tiles::A_STAGE;
+      Ring<STAGES> pos;
       for (int kt = 0; kt < num_kt; ++kt) {
-        mbarrier_wait(&empty[s], phase ^ 1);  // the stage's previous K-tile is consumed
+        const int s = pos.stage;
+        mbarrier_wait(&empty[s], pos.phase ^ 1);  // the stage's previous K-tile is consumed
         mbarrier_arrive_expect_tx(&full[s], STAGE_TX);
-        tma_load_2d(sA + s * Ring::A_STAGE, &tmap_a, &full[s], kt * BK, m_load);
+        tma_load_2d(sA + s * Tiles::A_STAGE, &tmap_a, &full[s], kt * BK, o.row);
 #pragma unroll
-        for (int i = 0; i < MY_PANELS; ++i) {
-          const int p = rank * MY_PANELS + i;
-          unsigned char* const dst = sB + s * Ring::B_STAGE + p * Ring::B_PANEL;
-          if constexpr (CLUSTER_M > 1) {  // rung 13: one L2 read lands in both blocks of the cluster
-            tma_load_2d_multicast(dst, &tmap_b, &full[s], n0 + 64 * p, kt * BK,
-                                  static_cast<unsigned short>((1u << CLUSTER_M) - 1));
-          } else {
-            tma_load_2d(dst, &tmap_b, &full[s], n0 + 64 * p, kt * BK);
-          }
-        }
-        if (++s == STAGES) {
-          s = 0;
-          phase ^= 1;
-        }
+        for (int p = 0; p < PANELS; ++p)
+          tma_load_2d(sB + s * Tiles::B_STAGE + p * Tiles::B_PANEL, &tmap_b, &full[s], o.col + 64 * p, kt * BK);
+        pos.advance();
       }
     }
-    if constexpr (CLUSTER_M > 1) cluster_sync();  // the consumers' final cluster barrier (below)
     return;
   }
 
@@ -214,51 +142,10 @@ __global__ void __cluster_dims__(1, CLUSTER_M, 1) __launch_bounds__(32 * WARPS_M
   const int m0 = o.row, n0 = o.col;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int wm0 = warp / WARPS_N * WM, wn0 = warp % WARPS_N * WN;
-  const Ring ops(smem_addr(ring), lane, wm0, wn0);
-  unsigned fa[2][FRAGS_M][4];
-  unsigned fb[2][FRAGS_N][2];
+  const Tiles ops(smem_addr(ring), lane, wm0, wn0);
   MmaTile<false> acc[FRAGS_M][FRAGS_N];
-  auto mma = [&](int p) __attribute__((always_inline)) {
-#pragma unroll
-    for (int i = 0; i < FRAGS_M; ++i)
-#pragma unroll
-      for (int j = 0; j < FRAGS_N; ++j) acc[i][j].template mma<T>(fa[p][i], fb[p][j]);
-  };
-
-  if (num_kt > 0) {
-    int s = 0;
-    unsigned phase = 0;
-    mbarrier_wait(&full[0], 0);
-    ops.load_frags(0, 0, fa[0], fb[0]);
-    // One K-tile in stage s; on entry fragment set 0 holds its k step 0. With has_next, k step 3
-    // waits for the next K-tile and loads its step 0 into set 0 under its own MMAs.
-    auto ktile = [&](const bool has_next) __attribute__((always_inline)) {
-      const int ns = s + 1 == STAGES ? 0 : s + 1;
-      const unsigned nphase = ns == 0 ? phase ^ 1 : phase;
-#pragma unroll
-      for (int kk = 0; kk < KSTEPS; ++kk) {
-        const int p = kk & 1;
-        if (kk + 1 < KSTEPS) {
-          ops.load_frags(s, kk + 1, fa[p ^ 1], fb[p ^ 1]);
-        } else if (has_next) {
-          mbarrier_wait(&full[ns], nphase);
-          ops.load_frags(ns, 0, fa[p ^ 1], fb[p ^ 1]);
-        }
-        mma(p);
-      }
-      // k step 3's fragments were consumed by the MMAs above: this warp is done with stage s
-      __syncwarp();
-      if constexpr (CLUSTER_M > 1) {  // the stage is free when every consumer warp of the cluster says so
-        if (lane < CLUSTER_M) mbarrier_arrive_remote(&empty[s], lane);
-      } else {
-        if (lane == 0) mbarrier_arrive(&empty[s]);
-      }
-      s = ns;
-      phase = nphase;
-    };
-    for (int kt = 0; kt < num_kt - 1; ++kt) ktile(true);
-    ktile(false);
-  }
+  Ring<STAGES> pos;
+  consume_ring<T, 1, STAGES>(ops, acc, full, empty, pos, num_kt, lane);
 
   // ---- epilogue: every consumer warp is done with the ring; each stages and stores its own block ----
   named_barrier_sync(1, NC);
@@ -269,8 +156,7 @@ __global__ void __cluster_dims__(1, CLUSTER_M, 1) __launch_bounds__(32 * WARPS_M
 #pragma unroll
   for (int i = 0; i < WM * W_CPR / 32; ++i) {
     const int q = lane + 32 * i, row = wm0 + q / W_CPR, cc = wn0 / 8 + q % W_CPR;
-    if ((EDGE || CLUSTER_M > 1) && (m0 + row >= M || n0 + cc * 8 >= N)) continue;
+    if (EDGE && (m0 + row >= M || n0 + cc * 8 >= N)) continue;
     copy_shared_to_global_16B(c + (m0 + row) * N + n0 + cc * 8, sC + xor_swizzle_chunk<C_CPR>(row, cc) * 16);
   }
-  if constexpr (CLUSTER_M > 1) cluster_sync();  // no block leaves while its pair may still arrive on it
 }

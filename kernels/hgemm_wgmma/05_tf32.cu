@@ -56,7 +56,6 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
     hgemm_wgmma_tf32(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int M,
                      int N, int K, const __grid_constant__ TensorMap tmap_a,
                      const __grid_constant__ TensorMap tmap_b) {
-  using hgemm_wgmma::Ring;
   constexpr int BM = 256, BN = 128, BK = 32;
   constexpr int A_STAGE = BM * 128;               // 256 rows of 32 floats
   constexpr int B_PANEL = BK * 128;               // 32 k rows of 32 floats

@@ -1,7 +1,6 @@
 // cugemm/kernels/hgemm_wgmma/hgemm_wgmma.cuh: the pieces the Hopper fp16/bf16 GEMM rungs
 // (kernels/hgemm_wgmma/0*.cu) share: the shared-memory tile layouts and their wgmma descriptors,
-// one K-tile of wgmmas (and the narrow-edge width dispatch), the ring position of an mbarrier pipeline, and
-// the epilogues (bounded stores from registers; 64 x 64 swizzled staging boxes for TMA stores,
+// one K-tile of wgmmas (and the narrow-edge width dispatch), and the epilogues (bounded stores from registers; 64 x 64 swizzled staging boxes for TMA stores,
 // written by 4-byte shared stores or, transposing, by stmatrix; staged boxes written to a C of any
 // alignment by plain warps). The instructions themselves (wgmma, TMA, mbarriers) are in
 // kernels/lib/.
@@ -34,19 +33,6 @@ namespace hgemm_wgmma {
 inline constexpr int BK = 64;                 // k values per K-tile: one 128-byte row of 16-bit elements
 inline constexpr int A_ROW_BYTES = 128;       // one row of an A tile
 inline constexpr int B_PANEL_BYTES = BK * 128;  // one 64-column panel of a B tile
-
-// ---- the ring of an mbarrier pipeline: stage index and the parity of its current phase -----------
-template <int STAGES>
-struct Ring {
-  int stage = 0;
-  unsigned phase = 0;
-  __device__ __forceinline__ void advance() {
-    if (++stage == STAGES) {
-      stage = 0;
-      phase ^= 1;
-    }
-  }
-};
 
 // ---- one K-tile (64 k values) of a 64 x BN warpgroup slab: four wgmma m64nBNk16 -----------------
 // a_addr: the slab's first A row (A_COL: its A panel), b_addr: the B tile (shared-window

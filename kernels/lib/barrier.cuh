@@ -1,6 +1,6 @@
 // cugemm/kernels/lib/barrier.cuh: synchronisation beyond __syncthreads, for the producer/consumer
 // kernels: named barriers, mbarriers (sm_90: transaction counts, cluster scope), the async-proxy
-// fence, setmaxnreg and the thread-block-cluster pieces.
+// fence, setmaxnreg, the thread-block-cluster pieces and the position in a TMA ring.
 //
 // PTX ISA references: "bar, barrier", "mbarrier", "fence.proxy.async", "setmaxnreg", "Cluster".
 #pragma once
@@ -145,3 +145,18 @@ CUGEMM_DEVICE void sync_cta_or_cluster() {
     __syncthreads();
   }
 }
+
+// The position in a STAGES-deep mbarrier ring: the stage index and the parity of its current
+// phase (a stage's barrier completes once per trip round the ring). Producer and consumers each
+// keep one and advance it once per K-tile; persistent kernels carry it on across tiles.
+template <int STAGES>
+struct Ring {
+  int stage = 0;
+  unsigned phase = 0;
+  __device__ __forceinline__ void advance() {
+    if (++stage == STAGES) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
