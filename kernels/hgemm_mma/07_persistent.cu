@@ -33,15 +33,16 @@
 //     and stores nothing.
 //
 // Measured on an H100 80GB HBM3 (2026-11-23, bench.py, one process, TFLOP/s and % of cupy.matmul at
-//   4096x4096x1024 / 4096^3 / 8192^3): stage4 465.6 (71.3%) / 460.5 (65.2%) / 463.2 (64.7%), beside
-//   rung 12's stage4_ws 407.8 (63.0%) / 444.4 (63.3%) / 458.0 (64.2%); _cluster2 (stage3) 68.1 / 61.3 /
-//   60.9%, a loss. Nsight Compute at 8192^3: the tensor pipe busy 92.2% of the active cycles (see
-//   cugemm/families/hgemm_mma.py). 168 registers at launch, 0 spills.
+//   4096x4096x1024 / 4096^3 / 8192^3): stage4 461.2 (71.7%) / 460.9 (65.2%) / 447.7 (65.0%), beside
+//   rung 12's stage4_ws 413.9 (64.2%) / 449.4 (63.5%) / 453.6 (64.2%); _f16acc 75.3 / 67.3 / 67.2%;
+//   _cluster2 (stage3) 68.0 / 61.3 / 60.6%, a loss. Nsight Compute at 8192^3: the tensor pipe busy
+//   92.2% of the active cycles (cugemm/families/hgemm_mma.py). 168 registers at launch, 0 spills.
 //
 // Template parameters: WARPS_M x WARPS_N consumer warps (a multiple of 4: whole warpgroups for
 //   setmaxnreg) of 64 x 64 tiles (BM = 64 WARPS_M <= 256, BN = 64 WARPS_N), STAGES (2..4, with the
 //   staging boxes inside the 227 KB of shared memory), GROUP (tile rows per raster band, in cluster
-//   tiles), CLUSTER_M (1 or 2), T. Fixed: BK = 64.
+//   tiles), CLUSTER_M (1 or 2), F16ACC (fp16 accumulators, `_f16acc`: rung 10's idea on this rung;
+//   T = half only), T. Fixed: BK = 64.
 // Launch: grid = (min(cluster tiles, SMs / CLUSTER_M) * CLUSTER_M, 1, 1), block = (32 WARPS_M
 //   WARPS_N + 128, 1, 1), dynamic shared memory hgemm_mma_persistent_smem_bytes = STAGES * (BM + BN)
 //   * 128 + 8192 * warps + 1024 bytes (the ring, the staging boxes and the 1024-byte alignment
@@ -54,11 +55,11 @@
 #include "../lib/tma.cuh"
 #include "tma_ring.cuh"
 
-template <int WARPS_M, int WARPS_N, int STAGES, int GROUP, int CLUSTER_M, class T>
+template <int WARPS_M, int WARPS_N, int STAGES, int GROUP, int CLUSTER_M, bool F16ACC, class T>
 __device__ constexpr int hgemm_mma_persistent_smem_bytes =
     STAGES * 64 * (WARPS_M + WARPS_N) * 128 + WARPS_M * WARPS_N * 2 * 16 * 128 + 1024;
 
-template <int WARPS_M, int WARPS_N, int STAGES, int GROUP, int CLUSTER_M, class T>
+template <int WARPS_M, int WARPS_N, int STAGES, int GROUP, int CLUSTER_M, bool F16ACC, class T>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(32 * WARPS_M * WARPS_N + 128, 1)
     hgemm_mma_persistent(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N,
                          int K, const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b,
@@ -79,10 +80,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(32 * WARPS_M
   constexpr int PANELS = BN / 64, MY_PANELS = PANELS / CLUSTER_M;  // B panels this block copies
   static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && PANELS % CLUSTER_M == 0,
                 "the cluster splits B by whole panels");
-  static_assert(hgemm_mma_persistent_smem_bytes<WARPS_M, WARPS_N, STAGES, GROUP, CLUSTER_M, T> ==
+  static_assert(hgemm_mma_persistent_smem_bytes<WARPS_M, WARPS_N, STAGES, GROUP, CLUSTER_M, F16ACC, T> ==
                     STAGES * STAGE_TX + CONSUMER_WARPS * 2 * BOX + 1024,
                 "the declared dynamic shared memory is the ring, the boxes and the alignment slack");
-  static_assert(hgemm_mma_persistent_smem_bytes<WARPS_M, WARPS_N, STAGES, GROUP, CLUSTER_M, T> <= 227 * 1024,
+  static_assert(hgemm_mma_persistent_smem_bytes<WARPS_M, WARPS_N, STAGES, GROUP, CLUSTER_M, F16ACC, T> <= 227 * 1024,
                 "the ring and the staging boxes fit the shared memory of an SM");
 
   extern __shared__ unsigned char smem_raw[];
@@ -163,7 +164,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(32 * WARPS_M
   // 2 jp + l / 16, stored at chunk column (2 jp + l / 16) ^ (l % 8) (an XOR by 32 jp bytes of the
   // lane's jp = 0 offset)
   const unsigned box_addr = smem_addr(my_boxes), box_lane = (lane & 15) * 128 + (((lane >> 4) ^ (lane & 7)) * 16);
-  MmaTile<false> acc[FRAGS_M][FRAGS_N];
+  MmaTile<F16ACC> acc[FRAGS_M][FRAGS_N];
   const Walk w(M, N, K);
   Ring<STAGES> pos;
   for (int t = w.first(); t < w.num_ctiles; t += w.num_clusters) {

@@ -54,8 +54,8 @@ struct TmaRing {
 // in registers (k step kk + 1 loads under kk's MMAs; the last step waits for the next K-tile and
 // loads its step 0). Once the stage's last fragments are consumed, lane 0 (lanes 0..CLUSTER_M - 1:
 // one arrival in each block of the cluster) arrives on EMPTY[s].
-template <class T, int CLUSTER_M, int STAGES, class Tiles, int FRAGS_M, int FRAGS_N>
-__device__ __forceinline__ void consume_ring(const Tiles& ops, MmaTile<false> (&acc)[FRAGS_M][FRAGS_N],
+template <class T, int CLUSTER_M, int STAGES, class Tiles, bool F16ACC, int FRAGS_M, int FRAGS_N>
+__device__ __forceinline__ void consume_ring(const Tiles& ops, MmaTile<F16ACC> (&acc)[FRAGS_M][FRAGS_N],
                                              unsigned long long* full, unsigned long long* empty,
                                              Ring<STAGES>& ring, int num_kt, int lane) {
   constexpr int KSTEPS = 4;
