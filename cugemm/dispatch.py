@@ -119,6 +119,7 @@ def reload_tuning() -> None:
     """Forget the loaded tuning cache, shipped table and every plan (tune() calls it)."""
     _MEASURED.clear()
     _PLANS.clear()
+    _COPY_STAGES.clear()
 
 
 # ---- planning -------------------------------------------------------------------------------------
@@ -178,13 +179,31 @@ def _choose(a, b, c, allow_tf32, variant, dev_id) -> select.Choice:
     return choice
 
 
-_RELAYOUT: dict = {}  # device id -> {element size: kernel}
+# ---- the copies of a plan ---------------------------------------------------------------------------
+# kernels/util/relayout.cu makes all the operand copies of a plan in one launch, from a table of two
+# jobs (struct RelayoutJobs) passed by value. _RELAYOUT_JOB mirrors struct RelayoutJob field for
+# field (tests/test_relayout.py compares the two layouts); the RELAYOUT_* numbers are the kernel's
+# constants of the same names (compared there too).
+_RELAYOUT_JOB = np.dtype({
+    "names": ["src_rs", "src_cs", "ld", "rows", "cols", "rows_p", "chunks", "segs", "units", "across", "reserved"],
+    "formats": ["<i8", "<i8", "<i8", "<i4", "<i4", "<i4", "<i4", "<u4", "<u4", "<i4", "<i4"],
+    "offsets": [0, 8, 16, 24, 28, 32, 36, 40, 44, 48, 52],
+    "itemsize": 56})
+_RELAYOUT_JOBS = np.dtype([("a", _RELAYOUT_JOB), ("b", _RELAYOUT_JOB)])
+RELAYOUT_THREADS, RELAYOUT_CHUNKS = 256, 4
+_RELAYOUT_BLOCK = (RELAYOUT_THREADS, 1, 1)
+RELAYOUT_BLOCKS_PER_SM = 4  # its __launch_bounds__: the grid is this many blocks an SM at most
+WORKSPACE_ALIGN = 256       # each copy in the plan's workspace starts at a multiple of this
+_INT_LIMIT = 2 ** 31
+_RELAYOUT: dict = {}        # device id -> {element size: kernel}
+_COPY_STAGES: dict = {}     # id(plan) -> _CopyStage (it holds the plan, so the id stays its own)
 
 
-def _relayout_kernel(itemsize: int):
-    """kernels/util/relayout.cu's kernel for elements of `itemsize` bytes, on the current device."""
-    cupy = _cupy()
-    dev = cupy.cuda.runtime.getDevice()
+def _relayout_kernel(itemsize: int, dev: int | None = None):
+    """kernels/util/relayout.cu's kernel for elements of `itemsize` bytes, on device `dev` (default:
+    the current one)."""
+    if dev is None:
+        dev = _cupy().cuda.runtime.getDevice()
     fns = _RELAYOUT.get(dev)
     if fns is None:
         from . import jit
@@ -196,56 +215,213 @@ def _relayout_kernel(itemsize: int):
     return fns[itemsize]
 
 
-def _relayout(x, layout: str, ld: int, dims: tuple):
-    """A copy of 2-D `x` laid out `layout` with leading dimension `ld`, its extent grown to `dims`
-    with zeros (the rows or columns past x's): kernels/util/relayout.cu when the copy's rows can be
-    written 16 bytes at a time, else CuPy's strided copy."""
-    cupy = _cupy()
-    rows, cols = dims
-    size = x.dtype.itemsize
-    if layout == "row":
-        buf = cupy.empty((rows, ld), dtype=x.dtype)
-        view = buf[:, :cols]
+def _relayout_job(shape, strides, ptr: int, size: int, layout: str, ld: int, dims: tuple):
+    """The RelayoutJob fields (a tuple in _RELAYOUT_JOB's order) that copy a 2-D source of `shape`,
+    `strides` (bytes) and pointer `ptr` into a `layout` destination with leading dimension `ld`,
+    zero-padded to `dims`; None when the kernel cannot make this copy (destination rows that cannot
+    be written 16 bytes at a time, a source not aligned to its elements, sizes past its 32-bit
+    counters): CuPy copies it then."""
+    (r, c), (s0, s1) = shape, strides
+    rows_d, cols_d = dims
+    if layout == "row":  # the destination's rows are the source's rows...
+        rows, cols, rs, cs, rows_p, cols_p = r, c, s0, s1, rows_d, cols_d
+    else:                # ...or its columns: the copy of the transposed source
+        rows, cols, rs, cs, rows_p, cols_p = c, r, s1, s0, cols_d, rows_d
+    if ld * size % 16 or ptr % size or rs % size or cs % size:
+        return None
+    rs, cs = rs // size, cs // size
+    if cols <= 1:
+        cs = 1  # the stride of a single column is never used: read it as a contiguous row
+    vec = 16 // size
+    chunks = -(-cols_p // vec)
+    across = cs != 1 and rows > 1 and abs(rs) < abs(cs)  # source columns contiguous: lanes take rows
+    if across:
+        segs = -(-chunks // RELAYOUT_CHUNKS)
+        units = -(-rows_p // 32) * segs
     else:
-        buf = cupy.empty((cols, ld), dtype=x.dtype)
-        view = buf[:, :rows].T
+        segs = -(-chunks // (32 * RELAYOUT_CHUNKS))
+        units = rows_p * segs
+    if units >= _INT_LIMIT or (chunks + 32 * RELAYOUT_CHUNKS) * vec >= _INT_LIMIT or rows_p + 32 >= _INT_LIMIT:
+        return None
+    return (rs, cs, ld, rows, cols, rows_p, chunks, segs, units, int(across), 0)
+
+
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+class _CopyStage:
+    """The copies of one plan, with everything about them that the data pointers do not change,
+    worked out once: the workspace (one allocation holding A's copy, B's and C's, each at a
+    WORKSPACE_ALIGN-aligned offset), the relayout kernel's job table (as the CPointer the launch
+    passes), its grid, and each copy's Operand record less its pointer. Built from
+    ((x, layout, ld, dims) for A, the same for B) with layout '' for an operand not copied, and
+    for C through a workspace (dtype, ld_c, dims) or None. Immutable once built (threads share it)."""
+
+    __slots__ = ("key", "plan", "nbytes", "offsets", "specs", "ops", "fn", "grid", "jobs", "args",
+                 "by_kernel", "by_cupy")
+
+    def __init__(self, copies, dev: int, c=None, key=None, plan=None):
+        from cupy.cuda.function import CPointer
+
+        self.key, self.plan = key, plan
+        jobs = np.zeros(1, _RELAYOUT_JOBS)
+        offsets, specs, ops, by_kernel, by_cupy = [0, 0, 0], [None] * 3, [None] * 3, [False, False], []
+        size, end, units = 0, 0, 0
+        for i, (x, layout, ld, dims) in enumerate(copies):
+            if not layout:
+                continue
+            size = x.dtype.itemsize
+            offsets[i] = end
+            specs[i] = (x.dtype, layout, ld, dims)
+            ops[i] = _copy_operand(x.dtype, layout, ld, dims)
+            end = _round_up(end + (dims[0] if layout == "row" else dims[1]) * ld * size, WORKSPACE_ALIGN)
+            job = _relayout_job(x.shape, x.strides, x.data.ptr, size, layout, ld, dims)
+            if job is None or units + job[8] >= _INT_LIMIT:
+                by_cupy.append(i)
+            else:
+                jobs[0]["ab"[i]] = job
+                by_kernel[i] = True
+                units += job[8]
+        if c is not None:
+            dtype, ld_c, dims = c
+            offsets[2] = end
+            specs[2] = (dtype, "row", ld_c, dims)
+            ops[2] = _copy_operand(dtype, "row", ld_c, dims)
+            end += dims[0] * ld_c * dtype.itemsize
+        self.nbytes, self.offsets, self.specs, self.ops = max(end, 1), tuple(offsets), tuple(specs), tuple(ops)
+        self.by_kernel, self.by_cupy = tuple(by_kernel), tuple(by_cupy)
+        self.fn = self.grid = self.args = None
+        self.jobs = jobs  # the host bytes self.args points at: kept alive with the stage
+        if units:
+            warps = RELAYOUT_THREADS // 32
+            sms = launch.device_info(dev).sms
+            self.fn = _relayout_kernel(size, dev)
+            self.grid = (max(1, min(-(-units // warps), sms * RELAYOUT_BLOCKS_PER_SM)), 1, 1)
+            self.args = CPointer(jobs.ctypes.data)
+
+    def copy(self, a, b, mem) -> None:
+        """Copy a and b (CuPy arrays; None where not copied) into the workspace `mem` (a
+        MemoryPointer). Pointers go to the kernel as CuPy arrays and MemoryPointers, which CuPy
+        reads in C; a job with no units gets `mem` as its (unread) source."""
+        if self.fn is not None:
+            off = self.offsets
+            self.fn(self.grid, _RELAYOUT_BLOCK,
+                    (self.args, a if self.by_kernel[0] else mem, mem + off[0] if off[0] else mem,
+                     b if self.by_kernel[1] else mem, mem + off[1] if off[1] else mem))
+        for i in self.by_cupy:
+            _copy_by_cupy((a, b)[i], self.view(i, mem), *self.specs[i][3])
+
+    def operand(self, i: int, base: int) -> launch.Operand:
+        """The Operand record of copy i (0: A, 1: B, 2: C) in the workspace at address `base`."""
+        shape, dt, typestr, strides, c_contig, f_contig = self.ops[i]
+        return launch.Operand(shape, dt, typestr, strides, base + self.offsets[i], False, c_contig, f_contig)
+
+    def view(self, i: int, mem):
+        """Copy i as a CuPy array over the workspace `mem` (a MemoryPointer, which the view keeps)."""
+        dtype, layout, ld, (rows, cols) = self.specs[i]
+        lines = rows if layout == "row" else cols
+        buf = _cupy().ndarray((lines, ld), dtype=dtype, memptr=mem + self.offsets[i])
+        return buf[:, :cols] if layout == "row" else buf[:, :rows].T
+
+
+def _copy_operand(dtype, layout: str, ld: int, dims: tuple) -> tuple:
+    """launch.Operand's fields but the pointer (and readonly) for a copy laid out `layout`."""
+    size = dtype.itemsize
+    strides = (ld * size, size) if layout == "row" else (size, ld * size)
+    return (tuple(dims), dtypes.from_numpy(dtype), dtype, strides, launch._contiguous(dims, strides, size, "C"),
+            launch._contiguous(dims, strides, size, "F"))
+
+
+def _copy_by_cupy(x, view, rows: int, cols: int) -> None:
+    """CuPy's strided copy of x into `view` (rows x cols, x's extent or more), zeros past x's."""
     r, c = x.shape
-    if ld * size % 16 == 0 and buf.data.ptr % 16 == 0:
-        src = x if layout == "row" else x.T  # the destination's rows are x's rows, or its columns
-        (sr, sc), (pr, pc) = src.shape, buf[:, :cols if layout == "row" else rows].shape
-        rs, cs = (st // size for st in src.strides)
-        vec = 16 // size
-        grid = (-(-pc // (128 * vec)), min(pr, 65535), 1)
-        _relayout_kernel(size)(grid, (128, 1, 1),
-                               (src, np.int64(rs), np.int64(cs), np.int32(sr), np.int32(sc), buf,
-                                np.int64(ld), np.int32(pr), np.int32(pc)))
-        return view
     if rows > r:
         _zero(view[r:, :])
     if cols > c:
         _zero(view[:r, c:])
     _copy(view[:r, :c], x)
-    return view
+
+
+def _copy_stage(plan: select.Plan, a, b, dev: int) -> _CopyStage:
+    """The plan's _CopyStage for operands of a's and b's shapes and strides (cached per plan)."""
+    key = (a.shape, a.strides, b.shape, b.strides, dev)
+    stage = _COPY_STAGES.get(id(plan))
+    if stage is None or stage.plan is not plan or stage.key != key:
+        Mp, Np, Kp = plan.dims
+        c = (plan.variant.dt_out.numpy, plan.ld_c, (Mp, Np)) if plan.via_c else None
+        stage = _CopyStage(((a, plan.copy_a, plan.ld_a, (Mp, Kp)), (b, plan.copy_b, plan.ld_b, (Kp, Np))),
+                           dev, c, key, plan)
+        if len(_COPY_STAGES) >= MAX_PLANS:
+            _COPY_STAGES.clear()
+        _COPY_STAGES[id(plan)] = stage
+    return stage
+
+
+def _relayout(x, layout: str, ld: int, dims: tuple):
+    """A copy of 2-D `x` laid out `layout` with leading dimension `ld`, its extent grown to `dims`
+    with zeros (the rows or columns past x's): the relayout kernel with one job when the copy's rows
+    can be written 16 bytes at a time, else CuPy's strided copy. (A plan's copies go through
+    _copy_stage, both in one launch.)"""
+    cupy = _cupy()
+    stage = _CopyStage(((x, layout, ld, dims), (None, "", 0, ())), cupy.cuda.runtime.getDevice())
+    mem = cupy.cuda.alloc(stage.nbytes)
+    stage.copy(x, None, mem)
+    return stage.view(0, mem)
+
+
+def _copies(plan: select.Plan, a, b):
+    """(A, B) as the plan's kernel reads them: CuPy views of the plan's copies in a fresh workspace
+    (the views keep it alive), or the operand itself where it is not copied. For the tests and
+    scripts/copy_plan_probe.py."""
+    cupy = _cupy()
+    stage = _copy_stage(plan, a, b, cupy.cuda.runtime.getDevice())
+    mem = cupy.cuda.alloc(stage.nbytes)
+    stage.copy(a, b, mem)
+    return (stage.view(0, mem) if plan.copy_a else a), (stage.view(1, mem) if plan.copy_b else b)
 
 
 def _execute(plan: select.Plan, a, b, out, check: bool = False) -> None:
-    """Run a plan on 2-D CuPy arrays: its copies, the kernel, the copy of C back."""
-    cupy = _cupy()
+    """Run a plan on 2-D CuPy arrays: its copies (one relayout launch for A and B), the kernel, the
+    copy of C back. What a copy plan spends on the host before its GEMM launch is on the clock of
+    a single call, so the per-plan work is cached (_copy_stage) and the copies are passed to the
+    launcher as raw addresses with their Operand records."""
     v = plan.variant
     Mp, Np, Kp = plan.dims
-    M, N = out.shape
+    if not (plan.copy_a or plan.copy_b or plan.via_c):
+        A, B, C = launch.describe(a, "A", v.name), launch.describe(b, "B", v.name), launch.describe(out, "out", v.name)
+        if check:
+            launch.check_operands(v, A, B, C)
+        launch.launch(v, a, b, out, A, B, C, Mp, Np, Kp)
+        return
+    cupy = _cupy()
+    dev = cupy.cuda.runtime.getDevice()
+    stage = _copy_stage(plan, a, b, dev)
+    mem = cupy.cuda.alloc(stage.nbytes)  # freed (to CuPy's pool, stream-ordered) when this returns
+    base = mem.ptr
+    stage.copy(a if plan.copy_a else None, b if plan.copy_b else None, mem)
+    # a copy goes to the launcher as its address (launch passes a non-CuPy operand's A.ptr)
     if plan.copy_a:
-        a = _relayout(a, plan.copy_a, plan.ld_a, (Mp, Kp))
+        A = stage.operand(0, base)
+        a = A.ptr
+    else:
+        A = launch.describe(a, "A", v.name)
     if plan.copy_b:
-        b = _relayout(b, plan.copy_b, plan.ld_b, (Kp, Np))
-    c = cupy.empty((Mp, plan.ld_c), dtype=out.dtype)[:, :Np] if plan.via_c else out
-    A, B = launch.describe(a, "A", v.name), launch.describe(b, "B", v.name)
-    C = launch.describe(c, "out", v.name)
+        B = stage.operand(1, base)
+        b = B.ptr
+    else:
+        B = launch.describe(b, "B", v.name)
+    if plan.via_c:
+        C = stage.operand(2, base)
+        c = C.ptr
+    else:
+        C, c = launch.describe(out, "out", v.name), out
     if check:
         launch.check_operands(v, A, B, C)
-    launch.launch(v, a, b, c, A, B, C, Mp, Np, Kp)
+    launch.launch(v, a, b, c, A, B, C, Mp, Np, Kp, dev)
     if plan.via_c:
-        _copy(out, c[:M, :N])
+        M, N = out.shape
+        _copy(out, stage.view(2, mem)[:M, :N])
 
 
 def _matmul2d(a, b, out, allow_tf32, variant, verbose) -> None:

@@ -202,3 +202,136 @@ def test_second_call_takes_the_planned_path_and_stays_checked():
     buf = _random("float16", (300, 512))
     with pytest.raises(ValueError, match="overlaps"):
         cugemm.matmul(buf[:, :256], b, out=buf[:, :512])
+
+
+# ---- the fused copy of a plan's operands (kernels/util/relayout.cu, one launch for A and B) ----------
+def _bits(x):
+    return x.view(cupy.uint16 if x.itemsize == 2 else cupy.uint32)
+
+
+def _source(dtype, shape, kind):
+    """A (rows, cols) source of random bits laid out as `kind`: 'row' (row-major), 'col' (a transposed
+    view), 'offset' (row-major, starting one element into its buffer: every row misaligned),
+    'strided' (every other row and column), 'reversed' (rows in reverse order: negative stride)."""
+    r, c = shape
+    size = 2 if dtype in ("float16", "bfloat16") else 4
+    udt = cupy.uint16 if size == 2 else cupy.uint32
+    bits = cupy.random.randint(0, 2 ** (8 * size) - 1, size=(2 * r + 1) * (2 * c + 1), dtype=cupy.int64)
+    flat = bits.astype(udt).view(cugemm.dtypes.get(dtype).numpy)
+    if kind == "row":
+        return flat[:r * c].reshape(r, c)
+    if kind == "col":
+        return flat[:r * c].reshape(c, r).T
+    if kind == "offset":
+        return flat[1:1 + r * c].reshape(r, c)
+    if kind == "strided":
+        return flat[:4 * r * c].reshape(2 * r, 2 * c)[::2, ::2]
+    if kind == "reversed":
+        return flat[:r * c].reshape(r, c)[::-1]
+    raise ValueError(kind)
+
+
+def _check_copy(x, copy, layout, ld, dims):
+    """`copy` (the dims-sized matrix the kernel reads) holds x's bits, zeros past them, and lies as
+    the plan says: `layout`-major with leading dimension ld."""
+    size = x.itemsize
+    assert copy.shape == tuple(dims)
+    assert copy.strides == ((ld * size, size) if layout == "row" else (size, ld * size))
+    ref = cupy.zeros(dims, dtype=_bits(x).dtype)
+    ref[:x.shape[0], :x.shape[1]] = _bits(x)
+    assert bool(cupy.all(_bits(copy) == ref))
+
+
+def _round(x, m):
+    return -(-x // m) * m
+
+
+# (name, dtype, (M, N, K), A kind, A copy layout, B kind, B copy layout, padded (Mp, Np, Kp) or None)
+COPY_CASES = [
+    ("fp16-odd-both", "float16", (4095, 4097, 1023), "row", "row", "row", "row", None),
+    ("fp16-only-b", "float16", (256, 4097, 1023), "row", "", "row", "row", None),
+    ("fp16-only-a", "float16", (333, 512, 1023), "offset", "row", "row", "", None),
+    ("bf16-transposed", "bfloat16", (1000, 777, 515), "col", "row", "col", "row", None),
+    ("fp16-into-col", "float16", (515, 333, 1000), "row", "col", "row", "col", None),
+    ("fp16-zero-pad", "float16", (100, 37, 45), "row", "row", "col", "row", (128, 64, 48)),
+    ("fp32-pad", "float32", (1023, 4097, 1000), "row", "row", "offset", "row", (1024, 4224, 1024)),
+    ("fp32-transposed", "float32", (511, 300, 257), "col", "row", "row", "col", None),
+    ("fp16-offset-both", "float16", (2047, 1025, 999), "offset", "row", "offset", "row", None),
+    ("fp16-strided", "float16", (300, 200, 100), "strided", "row", "reversed", "row", (304, 208, 104)),
+    ("fp32-one-column", "float32", (64, 1, 33), "row", "row", "row", "row", (64, 4, 36)),
+]
+
+
+@pytest.mark.parametrize("case", COPY_CASES, ids=lambda c: c[0])
+def test_fused_copy_is_bit_for_bit(case):
+    """dispatch's copy stage (both copies in one relayout launch) against a CuPy copy of the same
+    bits: odd shapes, one operand or both, transposed / misaligned / strided / reversed sources,
+    copies into a column-major layout, zero padding, 16- and 32-bit elements."""
+    from cugemm import dispatch, select
+
+    _, dtype, (M, N, K), ka, la, kb, lb, padded = case
+    Mp, Np, Kp = padded or (M, N, K)
+    a, b = _source(dtype, (M, K), ka), _source(dtype, (K, N), kb)
+    vec = 16 // a.itemsize
+    ld_a = _round(Kp if la == "row" else Mp, vec) if la else 0
+    ld_b = _round(Np if lb == "row" else Kp, vec) if lb else 0
+    v = next(v for v in cugemm.variants() if v.dtype_in == dtype)
+    plan = select.Plan(v, copy_a=la, copy_b=lb, ld_a=ld_a, ld_b=ld_b, dims=(Mp, Np, Kp))
+    stage = dispatch._copy_stage(plan, a, b, cupy.cuda.runtime.getDevice())
+    assert stage.by_kernel == (bool(la), bool(lb)) and not stage.by_cupy and stage.fn is not None
+    a2, b2 = dispatch._copies(plan, a, b)
+    if la:
+        _check_copy(a, a2, la, ld_a, (Mp, Kp))
+    else:
+        assert a2 is a
+    if lb:
+        _check_copy(b, b2, lb, ld_b, (Kp, Np))
+    else:
+        assert b2 is b
+
+
+def test_copy_rows_not_16_byte_writable_fall_back_to_cupy():
+    """A destination whose rows are not a multiple of 16 bytes (fp32 ld 1023) is CuPy's copy; the
+    other operand of the same plan still goes through the kernel."""
+    from cugemm import dispatch, select
+
+    a, b = _source("float32", (300, 1023), "offset"), _source("float32", (1023, 129), "row")
+    v = next(v for v in cugemm.variants() if v.dtype_in == "float32")
+    plan = select.Plan(v, copy_a="row", copy_b="row", ld_a=1023, ld_b=132, dims=(300, 129, 1023))
+    stage = dispatch._copy_stage(plan, a, b, cupy.cuda.runtime.getDevice())
+    assert stage.by_kernel == (False, True) and stage.by_cupy == (0,)
+    a2, b2 = dispatch._copies(plan, a, b)
+    _check_copy(a, a2, "row", 1023, (300, 1023))
+    _check_copy(b, b2, "row", 132, (1023, 129))
+
+
+def test_single_relayout_matches_cupy():
+    from cugemm import dispatch
+
+    x = _source("float16", (777, 1001), "offset")
+    _check_copy(x, dispatch._relayout(x, "row", 1008, (780, 1001)), "row", 1008, (780, 1001))
+    _check_copy(x, dispatch._relayout(x, "col", 784, (777, 1004)), "col", 784, (777, 1004))
+
+
+def test_copy_plan_of_the_issue_shape_is_one_launch_and_exact():
+    """4095x4097x1023 fp16 through matmul: both operands copied by the kernel in one launch, and the
+    product (first call, then the planned path with the cached copy stage) bit for bit what the
+    chosen kernel gives on copies the user padded himself with CuPy."""
+    from cugemm import dispatch
+
+    M, N, K = 4095, 4097, 1023
+    a, b = _random("float16", (M, K)), _random("float16", (K, N))
+    plan = cugemm.explain(a, b).plan
+    assert plan.copy_a and plan.copy_b
+    c1, c2 = cugemm.matmul(a, b), cugemm.matmul(a, b)
+    stage = dispatch._copy_stage(plan, a, b, cupy.cuda.runtime.getDevice())
+    assert stage.by_kernel == (True, True) and not stage.by_cupy
+    Mp, Np, Kp = plan.dims
+    ap = cupy.zeros((Mp, plan.ld_a) if plan.copy_a == "row" else (Kp, plan.ld_a), dtype=a.dtype)
+    bp = cupy.zeros((Kp, plan.ld_b) if plan.copy_b == "row" else (Np, plan.ld_b), dtype=b.dtype)
+    av = ap[:, :Kp] if plan.copy_a == "row" else ap[:, :Mp].T
+    bv = bp[:, :Np] if plan.copy_b == "row" else bp[:, :Kp].T
+    _bits(av)[:M, :K] = _bits(a)
+    _bits(bv)[:K, :N] = _bits(b)
+    ref = cugemm.matmul(av, bv, variant=plan.variant.name)
+    assert bool(cupy.all(_bits(c1) == _bits(ref[:M, :N]))) and bool(cupy.all(_bits(c2) == _bits(c1)))
