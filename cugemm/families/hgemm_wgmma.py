@@ -392,6 +392,21 @@ VARIANTS: tuple[Variant, ...] = (
     _persistent_bt(_BT + "_cluster2_stage4_bf16", CLUSTER_N=2, dtype="bfloat16",
                    doc="rung 8 (operand roles swapped) in bf16"),
     _persistent_bt(_BT + "_stage4_bf16", dtype="bfloat16", doc="rung 8 without clusters, in bf16"),
+    # ---- rung 7 with 128x128 tiles: twice the tiles, for the shapes 128x256 tiles quantise badly
+    # (3072^3: 288 tiles are 2.2 rounds of 132 SMs, 576 are 4.4); 6 stages fit beside the boxes
+    _persistent("hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6", BN=128, STAGES=6, CLUSTER_M=2,
+                TMA_STORE=True, strided=True,
+                doc="rung 7 with 128x128 tiles (two m64n128k16 slabs), 6 stages: finer tiles for shapes "
+                    "whose 128x256 tiles leave most of a last round idle"),
+    _persistent("hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6_bf16", BN=128, STAGES=6,
+                CLUSTER_M=2, TMA_STORE=True, strided=True, dtype="bfloat16",
+                doc="rung 7 with 128x128 tiles in bf16"),
+    _persistent("hgemm_wgmma_m64n128k16_persistent_cluster2_anyc_stage6", BN=128, STAGES=6, CLUSTER_M=2,
+                ANY_C=True, strided=True,
+                doc="the any-C sibling with 128x128 tiles: 6 stages beside the 32 KB of slabs, and an N one "
+                    "past a multiple of 256 (4097) costs a 128-wide tile column, not a 256-wide one"),
+    _persistent("hgemm_wgmma_m64n128k16_persistent_cluster2_anyc_stage6_bf16", BN=128, STAGES=6, CLUSTER_M=2,
+                ANY_C=True, strided=True, dtype="bfloat16", doc="the any-C sibling with 128x128 tiles in bf16"),
     # ---- rung 7 for every layout and shape: transposed operands (no copy), any C (issue 13) ----------
     *_top_forms("float16"),
     *_top_forms("bfloat16"),
