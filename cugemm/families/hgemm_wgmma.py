@@ -53,6 +53,19 @@ same-run %), 4096^3 / 4096x4096x1024:
   3 stages instead of 4 cost 2.6% (rung 7 with STAGES = 3: 620 against 635 TFLOP/s), the stores by
   the three producer warps the rest (an earlier version of store_staged_slab, one load and store
   per 128 bytes, ran at 421 TFLOP/s, 66%).
+The 128x128 forms of rung 7 (`hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6`, and
+`_anyc_stage6`; fp16 and bf16; two m64n128k16 slabs, 6 stages beside the staging boxes or slabs; no
+NARROW_EDGE, whose edge widths are a 256-wide tile's) are for shapes whose 128x256 tiles leave most of
+a last round of 132 SMs idle. H100, 2026-11-23, `bench.py --dtype f16 --shapes ...`, % of cupy.matmul
+(128x128 tma_store against the best 128x256 rung or split-K): 1024^3 76.5 (70.4 split-K), 3072^3
+83.8 (76.1), 512x4096x4096 91.1 (89.3), 512x11008x4096 98.3 (78.7), 512x4096x11008 98.8 (95.4),
+1024x14336x4096 103.1 (96.5); where 128x256 tiles fill their rounds they stay ahead (2048x11008x4096
+96.4 against 89.1, 4096x11008x4096 103.1 against 101.9). cugemm.matmul picks them from the shipped
+table (re-tuned for 14 shapes). At 4095x4097x1023 on aligned copies of A and B (20 back-to-back
+launches): anyc 128x256 66.8 us with the dense C (ld 4097), 63.2 us with C's rows 16-byte aligned;
+anyc 128x128 68.9 / 64.9 us; cupy.matmul 236 us. Sanitizers over the four: memcheck 0 errors;
+racecheck 12 hazards, all in the two `_anyc` ones and of the same kind as above (staging slab
+writes / storing-warp reads), none in the TMA-store ones.
 
 Rungs 1 to 4 need M, N, K multiples of their tile; the persistent rungs take any M and N, K
 multiples of 8 (16-byte rows; TF32: multiples of 4), the copy engine zero-filling what lies past the
