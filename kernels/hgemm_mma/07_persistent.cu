@@ -99,22 +99,18 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(32 * WARPS_M
   }
   sync_cta_or_cluster<CLUSTER_M>();  // every block's barriers exist before any multicast or remote arrival
 
-  // The tile walk: cluster tiles (CLUSTER_M tiles stacked in M) in bands of GROUP rows of them; the
-  // blocks of one cluster take the same cluster tile, block `rank` its rank-th tile. Each role sets
-  // it up after its setmaxnreg (values live across setmaxnreg are spilled).
-  struct Walk {
-    int rank, tiles_n, ctiles_m, num_ctiles, num_clusters, num_kt;
+  // The tile walk (lib/raster.cuh: cluster tiles of CLUSTER_M tiles stacked in M, in bands of GROUP
+  // rows of them), with the block's rank in its cluster and the K-tiles of a tile. Each role sets it
+  // up after its setmaxnreg (values live across setmaxnreg are spilled).
+  struct Walk : ClusterTileWalk<CLUSTER_M, true> {
+    int rank, num_kt;
     __device__ __forceinline__ Walk(int M, int N, int K)
-        : rank(CLUSTER_M > 1 ? static_cast<int>(cluster_ctarank()) : 0),
-          tiles_n((N + BN - 1) / BN),
-          ctiles_m(((M + BM - 1) / BM + CLUSTER_M - 1) / CLUSTER_M),
-          num_ctiles(ctiles_m * tiles_n),
-          num_clusters(gridDim.x / CLUSTER_M),
+        : ClusterTileWalk<CLUSTER_M, true>((M + BM - 1) / BM, (N + BN - 1) / BN),
+          rank(CLUSTER_M > 1 ? static_cast<int>(cluster_ctarank()) : 0),
           num_kt((K + BK - 1) / BK) {}
-    __device__ __forceinline__ int first() const { return blockIdx.x / CLUSTER_M; }
-    __device__ __forceinline__ TileCoord origin(int t) const {  // the tile's first row and column
-      const TileCoord tc = raster_grouped(t, ctiles_m, tiles_n, GROUP);
-      return TileCoord{(tc.row * CLUSTER_M + rank) * BM, tc.col * BN};
+    __device__ __forceinline__ TileCoord origin(int t) const {  // tile t's first row and column of C
+      const TileCoord at = this->tile(this->cluster_tile(t, GROUP), rank);
+      return TileCoord{at.row * BM, at.col * BN};
     }
   };
 
@@ -126,7 +122,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(32 * WARPS_M
       unsigned char* const sB = ring + STAGES * Tiles::A_STAGE;
       const Walk w(M, N, K);
       Ring<STAGES> pos;
-      for (int t = w.first(); t < w.num_ctiles; t += w.num_clusters) {
+      for (int t = w.first(); t < w.count; t += w.stride) {
         const TileCoord o = w.origin(t);
         // a block of a cluster past M re-reads its pair's rows but still copies its share of B
         const int m_load = o.row < M ? o.row : o.row - w.rank * BM;
@@ -167,7 +163,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(32 * WARPS_M
   MmaTile<F16ACC> acc[FRAGS_M][FRAGS_N];
   const Walk w(M, N, K);
   Ring<STAGES> pos;
-  for (int t = w.first(); t < w.num_ctiles; t += w.num_clusters) {
+  for (int t = w.first(); t < w.count; t += w.stride) {
     const TileCoord o = w.origin(t);
 #pragma unroll
     for (int i = 0; i < FRAGS_M; ++i)

@@ -160,9 +160,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
 
   // ---- the tile walk, identical in every role and in every block of a cluster ----------------------
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-  const int ctiles_m = (tiles_m + CLUSTER_M - 1) / CLUSTER_M;  // rows of cluster tiles
-  const int num_ctiles = ctiles_m * tiles_n;
-  const int num_clusters = gridDim.x / CLUSTER_M;
+  const ClusterTileWalk<CLUSTER_M, true> walk(tiles_m, tiles_n);  // cluster tiles: CLUSTER_M tiles stacked in M
   const int rank = CLUSTER_M > 1 ? static_cast<int>(cluster_ctarank()) : 0;
   const int num_kt = (K + BK - 1) / BK;
 
@@ -172,8 +170,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {
       Ring<STAGES> ring;
-      for (int t = blockIdx.x / CLUSTER_M; t < num_ctiles; t += num_clusters) {
-        const TileCoord tc = raster_grouped(t, ctiles_m, tiles_n, GROUP);
+      for (int t = walk.first(); t < walk.count; t += walk.stride) {
+        const TileCoord tc = walk.cluster_tile(t, GROUP);
         const int m0 = (tc.row * CLUSTER_M + rank) * BM;
         const int m_load = m0 < M ? m0 : tc.row * CLUSTER_M * BM;  // a block past M computes a copy
         const int n0 = tc.col * BN;
@@ -216,12 +214,12 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
         const int w = threadIdx.x / 32 - 1, lane = threadIdx.x & 31;
         named_barrier_arrive(BAR_READ, STAGED_THREADS);  // both slabs start free
         named_barrier_arrive(BAR_READ + 1, STAGED_THREADS);
-        for (int t = blockIdx.x / CLUSTER_M; t < num_ctiles; t += num_clusters) {
-          const TileCoord tc = raster_grouped(t, ctiles_m, tiles_n, GROUP);
+        for (int t = walk.first(); t < walk.count; t += walk.stride) {
+          const TileCoord tc = walk.cluster_tile(t, GROUP);
           const int m0 = (tc.row * CLUSTER_M + rank) * BM;
           const int n0 = tc.col * BN;
           const int live = min(PANELS, (N - n0 + 63) / 64);
-          const bool more = t + num_clusters < num_ctiles;
+          const bool more = t + walk.stride < walk.count;
           for (int cw = 0; cw < 2; ++cw) {
             named_barrier_sync(BAR_STAGED + cw, STAGED_THREADS);  // this tile's slab cw is staged
             store_staged_slab<T, PANELS>(c, c_param, sC + cw * SLAB, m0 + 64 * cw, n0, live, M, N, w, 3, lane);
@@ -249,8 +247,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
 
     float acc[BN / 2];
     Ring<STAGES> ring;
-    for (int t = blockIdx.x / CLUSTER_M; t < num_ctiles; t += num_clusters) {
-      const TileCoord tc = raster_grouped(t, ctiles_m, tiles_n, GROUP);
+    for (int t = walk.first(); t < walk.count; t += walk.stride) {
+      const TileCoord tc = walk.cluster_tile(t, GROUP);
       const int m0 = (tc.row * CLUSTER_M + rank) * BM;
       const int n0 = tc.col * BN;
       const int live = min(PANELS, (N - n0 + 63) / 64);  // panels of the tile inside N

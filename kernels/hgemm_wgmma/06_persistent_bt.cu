@@ -76,9 +76,7 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
   sync_cta_or_cluster<CLUSTER_N>();
 
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-  const int ctiles_n = (tiles_n + CLUSTER_N - 1) / CLUSTER_N;  // columns of cluster tiles
-  const int num_ctiles = tiles_m * ctiles_n;
-  const int num_clusters = gridDim.x / CLUSTER_N;
+  const ClusterTileWalk<CLUSTER_N, false> walk(tiles_m, tiles_n);  // cluster tiles: CLUSTER_N tiles side by side in N
   const int rank = CLUSTER_N > 1 ? static_cast<int>(cluster_ctarank()) : 0;
   const int num_kt = (K + BK - 1) / BK;
 
@@ -88,8 +86,8 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
     setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {
       Ring<STAGES> ring;
-      for (int t = blockIdx.x / CLUSTER_N; t < num_ctiles; t += num_clusters) {
-        const TileCoord tc = raster_grouped(t, tiles_m, ctiles_n, GROUP);
+      for (int t = walk.first(); t < walk.count; t += walk.stride) {
+        const TileCoord tc = walk.cluster_tile(t, GROUP);
         const int m0 = tc.row * BM;
         const int n0 = (tc.col * CLUSTER_N + rank) * BN;
         const int n_load = n0 < N ? n0 : tc.col * CLUSTER_N * BN;  // a block past N computes a copy
@@ -136,8 +134,8 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
 
     float acc[128];  // C^T: acc[4j + 2h + e] = C(m0 + 8j + 2t + e, n0 + 64 cw + 16w + g + 8h)
     Ring<STAGES> ring;
-    for (int t = blockIdx.x / CLUSTER_N; t < num_ctiles; t += num_clusters) {
-      const TileCoord tc = raster_grouped(t, tiles_m, ctiles_n, GROUP);
+    for (int t = walk.first(); t < walk.count; t += walk.stride) {
+      const TileCoord tc = walk.cluster_tile(t, GROUP);
       const int m0 = tc.row * BM;
       const int n0 = (tc.col * CLUSTER_N + rank) * BN;
       // wgmma A operand: B^T's 64 columns (an N-major panel, read as a column-major "A"); B operand:

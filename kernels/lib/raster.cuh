@@ -48,3 +48,27 @@ CUGEMM_DEVICE TileCoord block_tile_grouped() {
 CUGEMM_DEVICE TileCoord block_tile_column_bands() {
   return {static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z * gridDim.x + blockIdx.x)};
 }
+
+// A persistent grid's walk over C's tiles, CLUSTER tiles at a time: the blocks of one cluster take
+// one cluster tile together, stacked along M (ALONG_M: they share B's columns) or along N (they
+// share A's rows). Cluster tiles go in the grouped order above (bands of `group` rows of cluster
+// tiles); the blocks of cluster b / CLUSTER take cluster tiles b / CLUSTER, + stride, + 2 stride, ...
+// (stride: the clusters of the grid), each the tile of its rank in the cluster (tile()).
+//   for (int t = walk.first(); t < walk.count; t += walk.stride) {
+//     const TileCoord ct = walk.cluster_tile(t, GROUP); ...
+template <int CLUSTER, bool ALONG_M>
+struct ClusterTileWalk {
+  int rows, cols;     // the grid of cluster tiles
+  int count, stride;  // cluster tiles in all; clusters in the grid
+  CUGEMM_DEVICE ClusterTileWalk(int tiles_m, int tiles_n)
+      : rows(ALONG_M ? (tiles_m + CLUSTER - 1) / CLUSTER : tiles_m),
+        cols(ALONG_M ? tiles_n : (tiles_n + CLUSTER - 1) / CLUSTER),
+        count(rows * cols),
+        stride(gridDim.x / CLUSTER) {}
+  CUGEMM_DEVICE int first() const { return blockIdx.x / CLUSTER; }
+  CUGEMM_DEVICE TileCoord cluster_tile(int t, int group) const { return raster_grouped(t, rows, cols, group); }
+  // the tile (row, column in tiles) that block `rank` of the cluster takes in cluster tile ct
+  CUGEMM_DEVICE TileCoord tile(TileCoord ct, int rank) const {
+    return ALONG_M ? TileCoord{ct.row * CLUSTER + rank, ct.col} : TileCoord{ct.row, ct.col * CLUSTER + rank};
+  }
+};
