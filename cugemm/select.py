@@ -46,6 +46,7 @@ FALLBACK: dict[str, tuple] = {
         ("hgemm_wgmma_m64n256k16_persistent_cluster2_tma_store_stage4*", 640.0, "persistent"),
         ("hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3*", 590.0, "persistent"),  # any C
         ("hgemm_wgmma_m64n256k16_bt_persistent_stage4", 630.0, "persistent"),
+        ("hgemm_wgmma_m64n192k16_persistent_cluster2_tma_store_stage4", 610.0, "persistent"),
         ("hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6", 600.0, "persistent"),
         ("hgemm_wgmma_m64n128k16_persistent_cluster2_anyc_stage6", 570.0, "persistent"),  # any C
         ("hgemm_mma_m16n8k16_*_ws*edge", 450.0, "tiles"),
@@ -60,6 +61,7 @@ FALLBACK: dict[str, tuple] = {
         ("hgemm_wgmma_m64n256k16_persistent_cluster2_tma_store_stage4*_bf16", 640.0, "persistent"),
         ("hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3*_bf16", 590.0, "persistent"),
         ("hgemm_wgmma_m64n256k16_bt_persistent_stage4_bf16", 630.0, "persistent"),
+        ("hgemm_wgmma_m64n192k16_persistent_cluster2_tma_store_stage4_bf16", 610.0, "persistent"),
         ("hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6_bf16", 600.0, "persistent"),
         ("hgemm_wgmma_m64n128k16_persistent_cluster2_anyc_stage6_bf16", 570.0, "persistent"),
         ("bgemm_mma_m16n8k16_*_ws*edge", 450.0, "tiles"),

@@ -141,14 +141,23 @@ _CONFIGS = (
          doc="skinny M <= 16: 64-column slabs, split-K, 4-stage ring of 64x128 B tiles, last-arriver reduce"),
     dict(MAXM=16, NF=2, BK=64, STAGES=6,
          doc="skinny M <= 16: 128-column slabs, split-K, 6-stage ring of 128x64 B tiles"),
+    dict(MAXM=16, NF=1, BK=128, STAGES=8,
+         doc="skinny M <= 16: 64-column slabs, an 8-stage ring (one block per SM, 112 KB of B in flight): "
+             "128 slabs at N = 8192 fill the SMs without split-K, so no partials and no reduction tail"),
+    dict(MAXM=16, NF=2, BK=64, STAGES=8,
+         doc="skinny M <= 16: 128-column slabs, 8-stage ring of 128x64 B tiles, one block per SM"),
+    dict(MAXM=32, NF=1, BK=128, STAGES=8,
+         doc="skinny M <= 32: 64-column slabs, 8-stage ring, one block per SM"),
     dict(MAXM=32, NF=1, BK=128, STAGES=4,
          doc="skinny M <= 32: 64-column slabs, split-K, 4-stage ring of 64x128 B tiles"),
     dict(MAXM=64, NF=1, BK=64, STAGES=4,
          doc="skinny M <= 64: 64-column slabs, split-K, 4-stage ring of 64x64 B tiles"),
+    dict(MAXM=64, NF=1, BK=64, STAGES=8,
+         doc="skinny M <= 64: 64-column slabs, 8-stage ring of 64x64 B tiles, one block per SM"),
     dict(MAXM=64, NF=2, BK=64, STAGES=4,
          doc="skinny M <= 64: 128-column slabs (A re-read half as often), split-K, 4 stages of 128x64"),
 )
-_BF16 = ((16, 1, 128, 4), (64, 2, 64, 4))  # (MAXM, NF, BK, STAGES) of the bf16 siblings
+_BF16 = ((16, 1, 128, 4), (16, 1, 128, 8), (64, 2, 64, 4))  # (MAXM, NF, BK, STAGES) of the bf16 siblings
 
 VARIANTS: tuple[Variant, ...] = tuple(
     _skinny(**cfg, bcol=bcol) for cfg in _CONFIGS for bcol in (False, True)

@@ -414,6 +414,14 @@ VARIANTS: tuple[Variant, ...] = (
     _persistent("hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6_bf16", BN=128, STAGES=6,
                 CLUSTER_M=2, TMA_STORE=True, strided=True, dtype="bfloat16",
                 doc="rung 7 with 128x128 tiles in bf16"),
+    # ---- rung 7 with 128x192 tiles: 3072^3 is 2.2 rounds of 128x256 tiles, 4.4 of 128x128, 2.9 of these
+    _persistent("hgemm_wgmma_m64n192k16_persistent_cluster2_tma_store_stage4", BN=192, STAGES=4, CLUSTER_M=2,
+                TMA_STORE=True, strided=True,
+                doc="rung 7 with 128x192 tiles (two m64n192k16 slabs; each block of a cluster multicasts "
+                    "its panels of 3), 4 stages: for shapes that 128x256 and 128x128 tiles both quantise badly"),
+    _persistent("hgemm_wgmma_m64n192k16_persistent_cluster2_tma_store_stage4_bf16", BN=192, STAGES=4,
+                CLUSTER_M=2, TMA_STORE=True, strided=True, dtype="bfloat16",
+                doc="rung 7 with 128x192 tiles in bf16"),
     _persistent("hgemm_wgmma_m64n128k16_persistent_cluster2_anyc_stage6", BN=128, STAGES=6, CLUSTER_M=2,
                 ANY_C=True, strided=True,
                 doc="the any-C sibling with 128x128 tiles: 6 stages beside the 32 KB of slabs, and an N one "

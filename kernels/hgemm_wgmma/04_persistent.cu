@@ -128,16 +128,16 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
   constexpr int A_STAGE = BM * A_ROW_BYTES;
   constexpr int B_STAGE = (BN / 64) * B_PANEL_BYTES;
   constexpr int PANELS = BN / 64;                       // B panels per tile (and C panels per slab)
-  constexpr int MY_PANELS = PANELS / CLUSTER_M;         // B panels this block copies (multicast)
+  constexpr int MY_PANELS = (PANELS + CLUSTER_M - 1) / CLUSTER_M;  // B panels this block copies at most
   constexpr int BOX = 64 * 128;                         // one 64 x 64 staging box of C
   constexpr int SLAB = PANELS * BOX;                    // ANY_C: a consumer's whole slab, staged
   constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   // ANY_C's named barriers (ids 1, 2 are the TMA-store epilogue's): slab cw staged, slab cw read;
   // each the 128 threads of consumer cw and the 96 storing threads of the producer warpgroup.
   constexpr int BAR_STAGED = 3, BAR_READ = 5, STAGED_THREADS = 128 + 96;
-  static_assert(BN == 128 || BN == 256, "BN is a wgmma N with a 128-register accumulator at most");
-  static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && PANELS % CLUSTER_M == 0, "the cluster splits B by whole panels");
-  static_assert(PANELS % 2 == 0, "staging boxes alternate; an even count per slab keeps the pattern across tiles");
+  static_assert(BN == 128 || BN == 192 || BN == 256, "BN is a wgmma N with a 128-register accumulator at most");
+  static_assert(!NARROW_EDGE || BN == 256, "the narrow widths are those of a 256-wide tile's 1-3 live panels");
+  static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 blocks; B is split by whole panels");
   static_assert(!(TMA_STORE && ANY_C), "one epilogue: registers, TMA stores or ANY_C's staged stores");
   static_assert(hgemm_wgmma_persistent_smem_bytes<BN, STAGES, GROUP, CLUSTER_M, TMA_STORE, ANY_C, A_COL, B_COL,
                                                   NARROW_EDGE, T> ==
@@ -163,6 +163,12 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
   const ClusterTileWalk<CLUSTER_M, true> walk(tiles_m, tiles_n);  // cluster tiles: CLUSTER_M tiles stacked in M
   const int rank = CLUSTER_M > 1 ? static_cast<int>(cluster_ctarank()) : 0;
   const int num_kt = (K + BK - 1) / BK;
+  // NARROW_EDGE with a partial last tile column: those cheap tiles go last, in serpentine rounds, to
+  // fill the round the whole tiles leave partly empty (lib/raster.cuh: nth, cluster_tile_edge_last).
+  const bool edge_last = NARROW_EDGE && N % BN != 0;
+  auto cluster_tile = [&](int t) {
+    return edge_last ? walk.cluster_tile_edge_last(t, GROUP) : walk.cluster_tile(t, GROUP);
+  };
 
   const int wg = warpgroup_index();
   if (wg == 0) {
@@ -170,8 +176,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {
       Ring<STAGES> ring;
-      for (int t = walk.first(); t < walk.count; t += walk.stride) {
-        const TileCoord tc = walk.cluster_tile(t, GROUP);
+      for (int k = 0, t; (t = walk.nth(k, edge_last)) < walk.count; ++k) {
+        const TileCoord tc = cluster_tile(t);
         const int m0 = (tc.row * CLUSTER_M + rank) * BM;
         const int m_load = m0 < M ? m0 : tc.row * CLUSTER_M * BM;  // a block past M computes a copy
         const int n0 = tc.col * BN;
@@ -192,7 +198,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
           }
 #pragma unroll
           for (int i = 0; i < MY_PANELS; ++i) {
-            const int p = rank * MY_PANELS + i;
+            const int p = rank + CLUSTER_M * i;  // block r copies panels r, r + CLUSTER_M, ...
+            if (PANELS % CLUSTER_M != 0 && p >= PANELS) break;
             if (p >= live) break;
             char* const dst = sB + s * B_STAGE + p * B_PANEL_BYTES;
             // the box's first (inner, outer) coordinates: B_COL's memory is N rows of K
@@ -214,12 +221,12 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
         const int w = threadIdx.x / 32 - 1, lane = threadIdx.x & 31;
         named_barrier_arrive(BAR_READ, STAGED_THREADS);  // both slabs start free
         named_barrier_arrive(BAR_READ + 1, STAGED_THREADS);
-        for (int t = walk.first(); t < walk.count; t += walk.stride) {
-          const TileCoord tc = walk.cluster_tile(t, GROUP);
+        for (int k = 0, t; (t = walk.nth(k, edge_last)) < walk.count; ++k) {
+          const TileCoord tc = cluster_tile(t);
           const int m0 = (tc.row * CLUSTER_M + rank) * BM;
           const int n0 = tc.col * BN;
           const int live = min(PANELS, (N - n0 + 63) / 64);
-          const bool more = t + walk.stride < walk.count;
+          const bool more = walk.nth(k + 1, edge_last) < walk.count;
           for (int cw = 0; cw < 2; ++cw) {
             named_barrier_sync(BAR_STAGED + cw, STAGED_THREADS);  // this tile's slab cw is staged
             store_staged_slab<T, PANELS>(c, c_param, sC + cw * SLAB, m0 + 64 * cw, n0, live, M, N, w, 3, lane);
@@ -247,8 +254,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
 
     float acc[BN / 2];
     Ring<STAGES> ring;
-    for (int t = walk.first(); t < walk.count; t += walk.stride) {
-      const TileCoord tc = walk.cluster_tile(t, GROUP);
+    int box_flip = 0;  // an odd PANELS (BN = 192) starts every other tile on the second staging box
+    for (int k = 0, t; (t = walk.nth(k, edge_last)) < walk.count; ++k) {
+      const TileCoord tc = cluster_tile(t);
       const int m0 = (tc.row * CLUSTER_M + rank) * BM;
       const int n0 = tc.col * BN;
       const int live = min(PANELS, (N - n0 + 63) / 64);  // panels of the tile inside N
@@ -268,7 +276,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
       if constexpr (TMA_STORE) {
 #pragma unroll
         for (int p = 0; p < PANELS; ++p) {
-          char* const box = boxes + (p & 1) * BOX;
+          char* const box = boxes + ((p & 1) ^ box_flip) * BOX;
           if (tid == 0) tma_store_wait_read<1>();  // the store that last read this box is done reading
           named_barrier_sync(1 + cw, 128);
           stage_panel<T>(box, acc, p, w, g, t4);
@@ -279,6 +287,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             tma_store_commit();  // a group even when empty: the wait above counts groups
           }
         }
+        box_flip ^= PANELS & 1;
       } else if constexpr (ANY_C) {
         char* const slab = sC + cw * SLAB;
         named_barrier_sync(BAR_READ + cw, STAGED_THREADS);  // the storing warps have read the last slab

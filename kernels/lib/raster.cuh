@@ -67,6 +67,29 @@ struct ClusterTileWalk {
         stride(gridDim.x / CLUSTER) {}
   CUGEMM_DEVICE int first() const { return blockIdx.x / CLUSTER; }
   CUGEMM_DEVICE TileCoord cluster_tile(int t, int group) const { return raster_grouped(t, rows, cols, group); }
+
+  // For a grid whose last column of cluster tiles is cheaper than the others (a narrow right-edge
+  // tile whose K loop issues narrower wgmmas), two changes that fill the last, partial round of a
+  // persistent grid with the cheap tiles instead of leaving it to whole ones:
+  //  - edge last: cluster tile t < count - rows is tile t of the grouped walk over the other
+  //    columns; the last column's tiles come after all of them, row by row (cluster_tile_edge_last);
+  //  - serpentine rounds: this cluster's k-th cluster tile is round k's entry first() in even
+  //    rounds and stride - 1 - first() in odd ones (nth). The same tiles share a round (and L2) as
+  //    in the plain walk; but the clusters that got no whole tile in the last full round are the
+  //    ones that get the cheap tiles of the round after it. 4095 x 4097 in 128 x 256 tiles on 66
+  //    clusters: 256 whole cluster tiles and 16 one-column ones; the plain walk gives 8 clusters a
+  //    fifth tile (whole ones, as the edge column's tiles are spread through the walk), this one
+  //    gives 8 clusters 3 whole and 2 edge tiles and the rest 4 whole ones.
+  // A cluster's tiles still increase with k, so a loop may stop at the first nth(k) >= count.
+  //   for (int k = 0, t; (t = walk.nth(k, serp)) < walk.count; ++k) { ... cluster_tile_edge_last(t, G) ...
+  CUGEMM_DEVICE int nth(int k, bool serpentine) const {
+    return k * stride + (serpentine && (k & 1) ? stride - 1 - first() : first());
+  }
+  CUGEMM_DEVICE TileCoord cluster_tile_edge_last(int t, int group) const {
+    const int inner = count - rows;  // cluster tiles outside the last column
+    if (t >= inner) return {t - inner, cols - 1};
+    return raster_grouped(t, rows, cols - 1, group);
+  }
   // the tile (row, column in tiles) that block `rank` of the cluster takes in cluster tile ct
   CUGEMM_DEVICE TileCoord tile(TileCoord ct, int rank) const {
     return ALONG_M ? TileCoord{ct.row * CLUSTER + rank, ct.col} : TileCoord{ct.row, ct.col * CLUSTER + rank};

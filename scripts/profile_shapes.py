@@ -1,0 +1,77 @@
+"""Profile cupy.matmul (cuBLAS) and cugemm.matmul on a few shapes under Nsight Compute, one launch
+of each after a warm-up, plus a plain streaming-read kernel as the HBM reference:
+
+    ncu --profile-from-start off --section SpeedOfLight --csv --page details \\
+        python3 scripts/profile_shapes.py f16:16x8192x8192 f16:128x4096x4096 stream:134217728 > p.csv
+    python3 scripts/profile_shapes.py --summary p.csv
+
+Each spec is DTYPE:MxNxK (cupy.matmul then cugemm.matmul, whatever kernels they launch) or
+stream:BYTES (a grid-stride 16-byte read of BYTES, the achievable read bandwidth). --summary
+prints one line per profiled kernel: name, duration, DRAM / memory / SM throughput in % of peak."""
+import csv
+import sys
+
+
+def _profile(specs):
+    import cupy
+
+    import cugemm
+    from cugemm import testing
+
+    stream_src = r"""
+extern "C" __global__ void stream_read(const int4* __restrict__ x, long long n, int* out) {
+  int acc = 0;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const int4 v = x[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x7fffffff) *out = acc;  // keeps the loads
+}"""
+    for spec in specs:
+        kind, _, arg = spec.partition(":")
+        if kind == "stream":
+            n = int(arg) // 16
+            x = cupy.random.randint(0, 1 << 30, size=n * 4, dtype=cupy.int32)
+            out = cupy.zeros(1, cupy.int32)
+            k = cupy.RawKernel(stream_src, "stream_read")
+            sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+            launch = lambda: k((sms * 8,), (256,), (x, cupy.int64(n), out))  # noqa: E731
+            launch()
+            cupy.cuda.Device().synchronize()
+            cupy.cuda.profiler.start()
+            launch()
+            cupy.cuda.Device().synchronize()
+            cupy.cuda.profiler.stop()
+            continue
+        M, N, K = map(int, arg.split("x"))
+        a, b = testing.random_operands(kind, M, N, K)
+        for _ in range(3):
+            cupy.matmul(a, b)
+            cugemm.matmul(a, b)
+        cupy.cuda.Device().synchronize()
+        cupy.cuda.profiler.start()
+        cupy.matmul(a, b)
+        cupy.cuda.Device().synchronize()
+        cugemm.matmul(a, b)
+        cupy.cuda.Device().synchronize()
+        cupy.cuda.profiler.stop()
+        print(spec, "->", str(cugemm.explain(a, b)).splitlines()[0], file=sys.stderr)
+
+
+def _summary(path):
+    rows = {}
+    with open(path) as f:
+        lines = [ln for ln in f if ln.startswith('"')]
+    for r in csv.DictReader(lines):
+        key = (r["ID"], r["Kernel Name"][:70])
+        rows.setdefault(key, {})[r["Metric Name"]] = f'{r["Metric Value"]} {r["Metric Unit"]}'.strip()
+    for (kid, name), m in rows.items():
+        print(f"{kid:>3} {name:<70} dur {m.get('Duration', '?'):>12} dram {m.get('DRAM Throughput', '?'):>7} "
+              f"mem {m.get('Memory Throughput', '?'):>7} sm {m.get('Compute (SM) Throughput', '?'):>7}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--summary"]:
+        _summary(sys.argv[2])
+    else:
+        _profile(sys.argv[1:])
