@@ -67,6 +67,16 @@ anyc 128x128 68.9 / 64.9 us; cupy.matmul 236 us. Sanitizers over the four: memch
 racecheck 12 hazards, all in the two `_anyc` ones and of the same kind as above (staging slab
 writes / storing-warp reads), none in the TMA-store ones.
 
+The 128x192 forms (`hgemm_wgmma_m64n192k16_persistent_cluster2_tma_store_stage4`, and `_bf16`; two
+m64n192k16 slabs, 4 stages beside the staging boxes) are for shapes that 128x256 and 128x128 tiles
+both quantise badly: 3072^3 is 2.2 rounds of 132 SMs in 128x256 tiles, 4.4 in 128x128 and 2.9 in
+128x192. H100, 2026-11-23 (bench.py, same-run % of cupy.matmul): 3072^3 fp16 705.6 TFLOP/s (99.4%;
+128x128 82.2%, 128x256 75.6%); `python -m cugemm tune`: 99.4% fp16, 99.0% bf16, shipped for the
+3072^3 buckets. Sanitizers: memcheck 0 errors, racecheck no hazard in them.
+The NARROW_EDGE forms walk their tiles edge-last and serpentine (04_persistent.cu, lib/raster.cuh):
+the narrow last column's tiles fill the last, partial round; cugemm.matmul at 4095x4097x1023 went
+from 283% to 298-300% of cupy.matmul fp16, 289% to 305% bf16.
+
 Rungs 1 to 4 need M, N, K multiples of their tile; the persistent rungs take any M and N, K
 multiples of 8 (16-byte rows; TF32: multiples of 4), the copy engine zero-filling what lies past the
 edges and the stores bounded; rung 7 and its forms any M and K (ANY_C: any N) with 16-byte

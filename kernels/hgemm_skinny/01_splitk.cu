@@ -32,7 +32,14 @@
 // loop), the host fell behind the GPU and every variant read 88-142 us whatever its bytes (p20-p80
 // spreads up to 2x), against cuBLAS's 41-74 us; the one launch sequence where the host kept up,
 // bgemm_..._m64_n128k64_stage4_bcol at 16 x 8192 x 8192, ran 54.8 us (2.45 TB/s of W; cuBLAS 50.8 us,
-// 93%). The plan is now cached per shape and stream; the kernel's own speed there is not yet measured.
+// 93%). The plan is now cached per shape and stream.
+// Later (same day, H100, bench.py alternating with cupy.matmul): at 16 x 8192 x 8192 the 4-stage
+// forms, two blocks an SM and S = 2 (256 blocks), ran 96-97% of cupy.matmul; the 8-stage forms, one
+// block an SM (128 slabs of 64 columns fill the GPU without split-K: no partials, no reduction
+// tail), 99.7% (m16) and 100.9% (m32) in the same run, bf16 99.5% against 96.4%. Nsight Compute
+// there: this kernel with S = 2 at 79.5% of the HBM peak, cuBLAS's nvjet kernel at 83%, a plain
+// grid-stride 16-byte read of the same 134 MB at 85%. An L2::256B prefetch hint on B's copies
+// (a 64-column slab reads 128 bytes a row) measured no different and was dropped.
 //
 // Template parameters: NF (n16 tiles per warp; BN = 64 NF, 4 warps side by side in n), MT (m8 tiles:
 // M <= 8 MT, MT even), BK (k per ring stage, 64 or 128), STAGES (2..8), BCOL (B column-major), T.

@@ -78,10 +78,26 @@
 //     4-byte aligned, 2-byte ones where not), overlapping the next mainloop as TMA stores do. Two named barriers per consumer (slab staged / slab read) with 128 + 96 threads. The last
 //     kernel argument is then C's row stride in elements instead of C's tensor map.
 //
-// Template parameters: BN (128 or 256), STAGES, GROUP (tile rows per raster band, in cluster
+//   BN = 192 (the _m64n192k16_ forms): 128 x 192 tiles, two m64n192k16 slabs (96 accumulators),
+//     4 stages beside the staging boxes. For shapes that both other widths quantise badly: 3072^3 is
+//     2.2 rounds of 132 SMs in 128 x 256 tiles, 4.4 in 128 x 128, 2.9 in 128 x 192. Three B panels:
+//     block r of a cluster multicasts panels r, r + CLUSTER_M, ... (every width alike), and with an
+//     odd panel count the TMA-store epilogue's two boxes keep alternating across tiles (box_flip).
+//     H100, 2026-11-23, same-run % of cupy.matmul (bench.py): 3072^3 705.6 TFLOP/s (99.4%) against
+//     603.5 (82.2%) for 128 x 128 and 555.3 (75.6%) for 128 x 256; where 128 x 256 tiles fill their
+//     rounds they stay ahead (4096x4096x1024: 90.7% against 98.0%; 2048x4096x4096: 86.2% / 97.8%).
+//   Edge-last serpentine walk (NARROW_EDGE with N % BN != 0, lib/raster.cuh): the narrow last tile
+//     column's cheap tiles come after all the whole ones, and odd rounds of clusters take their
+//     tiles in reverse order, so the clusters left without a whole tile in the last partial round get
+//     the cheap ones (4095 x 4097: 256 whole cluster tiles and 16 one-column ones on 66 clusters; the
+//     plain walk gave 8 clusters a fifth, whole, tile). cugemm.matmul at 4095x4097x1023 (copies
+//     included) went from 283.4% to 298.4-299.5% of cupy.matmul fp16 on an H100 (bf16 288.6% to
+//     304.9%). (An epilogue writing the dense 4097-wide C with 16-byte stores on C's own boundaries,
+//     chunks joined across lanes by shuffles, was correct and slower: 90 against 81 us per product.)
+//
+// Template parameters: BN (128, 192 or 256), STAGES, GROUP (tile rows per raster band, in cluster
 // tiles), CLUSTER_M (1 or 2; __cluster_dims__), TMA_STORE, ANY_C (not with TMA_STORE), A_COL, B_COL,
-// NARROW_EDGE (BN = 256), T. Fixed: BM = 128 (2 x 64), BK = 64. With the four new flags false the
-// kernel compiles to the same SASS as before they existed.
+// NARROW_EDGE (BN = 256), T. Fixed: BM = 128 (2 x 64), BK = 64.
 // (Clusters of 4 measured 387 TFLOP/s at 4096^3 on an H100, against 701 for pairs: fewer
 // clusters of four blocks of 225 KB can be resident at once than the grid launches.)
 // Launch: block = (384, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1); dynamic shared
