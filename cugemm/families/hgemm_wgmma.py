@@ -325,6 +325,15 @@ def _persistent(name, *, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STORE=False
                    **_common(name, dtype, doc, **{"multiple_of": (1, 8, 8), **kw}))
 
 
+def _tile_forms(bn: int, stages: int, doc: str) -> tuple:
+    """Rung 7 (clusters of 2, TMA-store epilogue, strided) with 128 x bn tiles, in fp16 and bf16."""
+    return tuple(
+        _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent_cluster2_tma_store_stage{stages}{bf}", BN=bn,
+                    STAGES=stages, CLUSTER_M=2, TMA_STORE=True, strided=True, dtype=dtype,
+                    doc=doc if not bf else f"rung 7 with 128x{bn} tiles in bf16")
+        for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")))
+
+
 # The operand forms of the top rung (A_COL, B_COL) and its any-C sibling, in both 16-bit types.
 _FORMS = (("", False, False), ("_acol", True, False), ("_bcol", False, True), ("_acol_bcol", True, True))
 _FORM_DOC = {"_acol": "A read column-major (a.T of a row-major K x M: M-major A tiles, transposed wgmma A)",
@@ -417,21 +426,11 @@ VARIANTS: tuple[Variant, ...] = (
     _persistent_bt(_BT + "_stage4_bf16", dtype="bfloat16", doc="rung 8 without clusters, in bf16"),
     # ---- rung 7 with 128x128 tiles: twice the tiles, for the shapes 128x256 tiles quantise badly
     # (3072^3: 288 tiles are 2.2 rounds of 132 SMs, 576 are 4.4); 6 stages fit beside the boxes
-    _persistent("hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6", BN=128, STAGES=6, CLUSTER_M=2,
-                TMA_STORE=True, strided=True,
-                doc="rung 7 with 128x128 tiles (two m64n128k16 slabs), 6 stages: finer tiles for shapes "
-                    "whose 128x256 tiles leave most of a last round idle"),
-    _persistent("hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6_bf16", BN=128, STAGES=6,
-                CLUSTER_M=2, TMA_STORE=True, strided=True, dtype="bfloat16",
-                doc="rung 7 with 128x128 tiles in bf16"),
+    *_tile_forms(128, 6, "rung 7 with 128x128 tiles (two m64n128k16 slabs), 6 stages: finer tiles for shapes "
+                         "whose 128x256 tiles leave most of a last round idle"),
     # ---- rung 7 with 128x192 tiles: 3072^3 is 2.2 rounds of 128x256 tiles, 4.4 of 128x128, 2.9 of these
-    _persistent("hgemm_wgmma_m64n192k16_persistent_cluster2_tma_store_stage4", BN=192, STAGES=4, CLUSTER_M=2,
-                TMA_STORE=True, strided=True,
-                doc="rung 7 with 128x192 tiles (two m64n192k16 slabs; each block of a cluster multicasts "
-                    "its panels of 3), 4 stages: for shapes that 128x256 and 128x128 tiles both quantise badly"),
-    _persistent("hgemm_wgmma_m64n192k16_persistent_cluster2_tma_store_stage4_bf16", BN=192, STAGES=4,
-                CLUSTER_M=2, TMA_STORE=True, strided=True, dtype="bfloat16",
-                doc="rung 7 with 128x192 tiles in bf16"),
+    *_tile_forms(192, 4, "rung 7 with 128x192 tiles (two m64n192k16 slabs; each block of a cluster multicasts "
+                         "its panels of 3), 4 stages: for shapes that 128x256 and 128x128 tiles both quantise badly"),
     _persistent("hgemm_wgmma_m64n128k16_persistent_cluster2_anyc_stage6", BN=128, STAGES=6, CLUSTER_M=2,
                 ANY_C=True, strided=True,
                 doc="the any-C sibling with 128x128 tiles: 6 stages beside the 32 KB of slabs, and an N one "
