@@ -8,6 +8,7 @@ of each after a warm-up, plus a plain streaming-read kernel as the HBM reference
 Each spec is DTYPE:MxNxK (cupy.matmul then cugemm.matmul, whatever kernels they launch) or
 stream:BYTES (a grid-stride 16-byte read of BYTES, the achievable read bandwidth). --summary
 prints one line per profiled kernel: name, duration, DRAM / memory / SM throughput in % of peak."""
+import argparse
 import csv
 import sys
 
@@ -70,8 +71,16 @@ def _summary(path):
               f"mem {m.get('Memory Throughput', '?'):>7} sm {m.get('Compute (SM) Throughput', '?'):>7}")
 
 
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["--summary"]:
-        _summary(sys.argv[2])
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("specs", nargs="*", help="DTYPE:MxNxK or stream:BYTES")
+    p.add_argument("--summary", metavar="CSV", help="summarise an `ncu --csv --page details` file instead")
+    args = p.parse_args()
+    if args.summary:
+        _summary(args.summary)
     else:
-        _profile(sys.argv[1:])
+        _profile(args.specs)
+
+
+if __name__ == "__main__":
+    main()
