@@ -54,20 +54,7 @@ FALLBACK: dict[str, tuple] = {
         ("hgemm_mma_m16n8k16_mma2x2_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge", 380.0, "tiles"),
         ("hgemm_sliced_k_f16", 8.0, "tiles"),
     ),
-    "bfloat16": (
-        ("bgemm_skinny_*", 2400.0, "bw"),
-        ("hgemm_wgmma_m64n128k16_splitk*_bf16", 560.0, "splitk"),
-        ("hgemm_wgmma_*splitk*_bf16", 560.0, "splitk"),
-        ("hgemm_wgmma_m64n256k16_persistent_cluster2_tma_store_stage4*_bf16", 640.0, "persistent"),
-        ("hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3*_bf16", 590.0, "persistent"),
-        ("hgemm_wgmma_m64n256k16_bt_persistent_stage4_bf16", 630.0, "persistent"),
-        ("hgemm_wgmma_m64n192k16_persistent_cluster2_tma_store_stage4_bf16", 610.0, "persistent"),
-        ("hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6_bf16", 600.0, "persistent"),
-        ("hgemm_wgmma_m64n128k16_persistent_cluster2_anyc_stage6_bf16", 570.0, "persistent"),
-        ("bgemm_mma_m16n8k16_*_ws*edge", 450.0, "tiles"),
-        ("bgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge", 390.0, "tiles"),
-        ("bgemm_mma_m16n8k16_mma2x2_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge", 380.0, "tiles"),
-    ),
+    "bfloat16": (),  # the float16 rows for the bf16 siblings: _bf16_rows below
     "float32": (
         ("sgemm_t_8x16_warp2x4_sliced_k8_f32x4_dbuf", 50.0, "tiles"),
         ("sgemm_t_8x8_warp2x4_sliced_k16_f32x4_dbuf", 47.0, "tiles"),
@@ -82,6 +69,22 @@ FALLBACK: dict[str, tuple] = {
         ("sgemm_mma_m16n8k8_mma2x4_warp4x8x4_stage3_offset_dsmem_swizzle", 150.0, "tiles"),
     ),
 }
+
+
+def _bf16_rows(rows: tuple) -> tuple:
+    """The bf16 siblings of float16 FALLBACK rows, same rates: bgemm_ for the skinny and mma.sync
+    families, a _bf16 suffix for the wgmma ones; the CUDA-core rows have no bf16 sibling."""
+    out = []
+    for glob, nominal, kind in rows:
+        if glob.startswith("hgemm_wgmma_"):
+            out.append((glob + "_bf16", nominal, kind))
+        elif glob.startswith(("hgemm_skinny_", "hgemm_mma_")):
+            out.append(("b" + glob[1:], nominal, kind))
+    return tuple(out)
+
+
+FALLBACK["bfloat16"] = _bf16_rows(FALLBACK["float16"])
+
 LAUNCH_US = 3.0          # what one more kernel launch (a copy) adds, host and device
 COPY_GBPS = 2000.0       # what a strided copy kernel moves per second (read + write), H100-ish
 MIN_KERNEL_US = 4.0      # no kernel of the zoo finishes faster than this, launch included
