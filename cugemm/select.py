@@ -36,11 +36,14 @@ from .variant import Variant
 # Figures: the same-run measurements quoted in README/results (H100 SXM, 2026-11): the fallback only
 # has to order the candidates sensibly on a GPU nobody tuned. The split-K rung also pays SPLITK_US
 # per launch (its partials and the reduction: 5-10 us measured on the H100 whatever the split), the
-# skinny rungs stream B at about 2.4 TB/s (the one clean H100 measurement, bf16 16x8192x8192). Variants matching no glob are not
+# skinny rungs stream B at about 2.4 TB/s (the one clean H100 measurement, bf16 16x8192x8192); rung
+# 10's 64-row tiles ('stream') are rated by their flops (one consumer warpgroup per SM) but never
+# faster than that bandwidth allows. Variants matching no glob are not
 # candidates of matmul (the learning rungs of the ladders; `variant=` still runs any of them).
 FALLBACK: dict[str, tuple] = {
     "float16": (
         ("hgemm_skinny_*", 2400.0, "bw"),
+        ("hgemm_wgmma_m64n*k16_small_m*", 300.0, "stream"),   # 64-row tiles: few rows, B read once
         ("hgemm_wgmma_m64n128k16_splitk*", 560.0, "splitk"),  # ahead of BN=256: 63-79% vs 47-67%
         ("hgemm_wgmma_*splitk*", 560.0, "splitk"),             # on the H100 where split-K pays
         ("hgemm_wgmma_m64n256k16_persistent_cluster2_tma_store_stage4*", 640.0, "persistent"),
@@ -90,6 +93,7 @@ COPY_GBPS = 2000.0       # what a strided copy kernel moves per second (read + w
 MIN_KERNEL_US = 4.0      # no kernel of the zoo finishes faster than this, launch included
 TRANSPOSE_COST = 4.0     # a strided (transposing) copy against a straight one (not measured: a guess)
 SPLITK_US = 6.0          # the split-K rung's fixed cost (partials, reduction)
+STREAM_GBPS = 2400.0     # the 'stream' kind's operand bandwidth (the skinny rungs' measured rate)
 
 
 def candidate_globs(dtype: dtypes.DType, allow_tf32: bool) -> tuple:
@@ -340,6 +344,9 @@ def model_kernel_us(v: Variant, p: Problem, dims) -> float:
     size = p.dtype.itemsize
     if kind == "bw":  # streams B once, A and C are small
         return max(MIN_KERNEL_US, (K * N + M * K + M * N) * size / (nominal * 1e3))
+    # 'stream' (rung 10's 64-row tiles): the tiles' flops at the nominal rate, but never faster than
+    # reading the operands once at the skinny rungs' bandwidth
+    floor_us = (K * N + M * K + M * N) * size / (STREAM_GBPS * 1e3) if kind == "stream" else 0.0
     sms = max(1, p.device.sms)
     bm, bn = v.tile[0], v.tile[1]
     tiles = -(-M // bm) * -(-N // bn)
@@ -350,7 +357,7 @@ def model_kernel_us(v: Variant, p: Problem, dims) -> float:
         waves = tiles / sms
         busy = waves / math.ceil(waves) if tiles else 1.0
     useful = (M * N) / (tiles * bm * bn) if tiles else 1.0  # tiles cut by the edges waste work
-    return max(MIN_KERNEL_US, 2.0 * M * N * K / (nominal * 1e6 * busy * useful) + extra)
+    return max(MIN_KERNEL_US, floor_us, 2.0 * M * N * K / (nominal * 1e6 * busy * useful) + extra)
 
 
 def estimate(plans_: list[Plan], p: Problem, measured) -> None:

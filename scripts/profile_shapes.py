@@ -5,8 +5,9 @@ of each after a warm-up, plus a plain streaming-read kernel as the HBM reference
         python3 scripts/profile_shapes.py f16:16x8192x8192 f16:128x4096x4096 stream:134217728 > p.csv
     python3 scripts/profile_shapes.py --summary p.csv
 
-Each spec is DTYPE:MxNxK (cupy.matmul then cugemm.matmul, whatever kernels they launch) or
-stream:BYTES (a grid-stride 16-byte read of BYTES, the achievable read bandwidth). --summary
+Each spec is DTYPE:MxNxK (cupy.matmul then cugemm.matmul, whatever kernels they launch),
+DTYPE:MxNxK:NAME,NAME (cupy.matmul then the named variants) or stream:BYTES (a grid-stride
+16-byte read of BYTES, the achievable read bandwidth). --summary
 prints one line per profiled kernel: name, duration, DRAM / memory / SM throughput in % of peak."""
 import argparse
 import csv
@@ -44,19 +45,25 @@ extern "C" __global__ void stream_read(const int4* __restrict__ x, long long n, 
             cupy.cuda.Device().synchronize()
             cupy.cuda.profiler.stop()
             continue
+        arg, _, names = arg.partition(":")
         M, N, K = map(int, arg.split("x"))
         a, b = testing.random_operands(kind, M, N, K)
+        # cugemm.matmul, or the named variants (DTYPE:MxNxK:NAME,NAME,...)
+        ours = [lambda: cugemm.matmul(a, b)] if not names else [
+            (lambda n: lambda: cugemm.run(n, a, b))(n) for n in names.split(",")]
         for _ in range(3):
             cupy.matmul(a, b)
-            cugemm.matmul(a, b)
+            for f in ours:
+                f()
         cupy.cuda.Device().synchronize()
         cupy.cuda.profiler.start()
         cupy.matmul(a, b)
         cupy.cuda.Device().synchronize()
-        cugemm.matmul(a, b)
-        cupy.cuda.Device().synchronize()
+        for f in ours:
+            f()
+            cupy.cuda.Device().synchronize()
         cupy.cuda.profiler.stop()
-        print(spec, "->", str(cugemm.explain(a, b)).splitlines()[0], file=sys.stderr)
+        print(spec, "->", names or str(cugemm.explain(a, b)).splitlines()[0], file=sys.stderr)
 
 
 def _summary(path):
@@ -73,7 +80,7 @@ def _summary(path):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("specs", nargs="*", help="DTYPE:MxNxK or stream:BYTES")
+    p.add_argument("specs", nargs="*", help="DTYPE:MxNxK, DTYPE:MxNxK:NAME,... or stream:BYTES")
     p.add_argument("--summary", metavar="CSV", help="summarise an `ncu --csv --page details` file instead")
     args = p.parse_args()
     if args.summary:

@@ -92,6 +92,14 @@ def test_record(v):
         assert v.cluster == (p["CLUSTER_N"], 1, 1) and ("_cluster2" in v.name) == (p["CLUSTER_N"] == 2)
         assert v.smem_dynamic == hgemm_wgmma.persistent_bt_smem_bytes(p["STAGES"])
         return
+    if v.template == "hgemm_wgmma_small_m":  # rung 10: 64-row tiles, one consumer warpgroup + a producer warp
+        assert f"_m64n{p['BN']}k16_small_m" in v.name and v.tile == (64, p["BN"], 64)
+        assert v.block == (160, 1, 1) and v.multiple_of == (1, 8, 8) and not v.strided
+        assert v.cluster == (p["CLUSTER"], 1, 1) and p["BN"] % 32 == 0
+        side = "" if p["CLUSTER"] == 1 else f"_cluster{p['CLUSTER']}{'m' if p['ALONG_M'] else 'n'}"
+        assert f"small_m{side}_stage" in v.name
+        assert v.smem_dynamic == hgemm_wgmma.small_m_smem_bytes(p["BN"], p["STAGES"])
+        return
     assert f"n{p['BN']}k16" in v.name and v.tile == (128, p["BN"], 64)
     if v.template == "hgemm_wgmma_persistent":
         assert v.block == (384, 1, 1)
@@ -123,7 +131,8 @@ def test_one_template_per_rung_file():
         by_template.setdefault(v.template, set()).add(v.source)
     assert all(len(s) == 1 for s in by_template.values())
     assert set(by_template) == {"hgemm_wgmma_cpasync", "hgemm_wgmma_tma", "hgemm_wgmma_ws",
-                                "hgemm_wgmma_persistent", "hgemm_wgmma_persistent_bt", "hgemm_wgmma_tf32"}
+                                "hgemm_wgmma_persistent", "hgemm_wgmma_persistent_bt", "hgemm_wgmma_tf32",
+                                "hgemm_wgmma_small_m"}
 
 
 def test_every_fp16_top_rung_has_a_bf16_sibling():

@@ -19,6 +19,12 @@ and out with fp32 accumulation:
   8 bt           operand roles swapped (C^T = B^T A^T, cuBLAS's orientation for row-major data):
                  the wide wgmma operand is the K-major A tile; stmatrix.trans epilogue
                                                                                (06_persistent_bt.cu)
+  9 splitk       K-slices with fp32 partials for tiles that do not fill the GPU
+                                              (07_splitk.cu, cugemm/families/hgemm_wgmma_splitk.py)
+ 10 small_m      64-row tiles as narrow as 64x32, 6-16 stages deep, one consumer warpgroup and a
+                 producer warp, clusters sharing A or B: few-row products fill the GPU with whole-K
+                 tiles instead of split-K (B in 32-column 64-byte-swizzled panels where the tile
+                 width is not a multiple of 64)                                 (08_small_m.cu)
 
 bf16 siblings (`_bf16`) of the top rungs, and a TF32 sibling of the top structure for float32
 inputs (`hgemm_wgmma_tf32_*`, 05_tf32.cu) whose tensor maps make the copy engine round A and B to
@@ -248,6 +254,22 @@ def _maps_tf32(v, A, B, C, M, N, K):
     return ma, mb
 
 
+def _maps_small_m(v, A, B, C, M, N, K):
+    """Rung 10 (08_small_m.cu): A in boxes {64 k, 64 rows} (M rounded up to 8 rows when M < 64; 32
+    rows with clusters along N, whose blocks copy one part each), 128-byte swizzled; B in panels of 64 columns (128-byte swizzle) or,
+    where the tile width is not a multiple of 64, 32 columns (64-byte swizzle), boxes of 64 k rows
+    (32 with clusters along M)."""
+    dt, size = v.dtype_in, v.dt_in.itemsize
+    p = v.param_dict
+    shared = p["CLUSTER"]  # blocks sharing the multicast operand
+    a_rows = min(64, -(-M // 8) * 8) if p["ALONG_M"] or shared == 1 else 64 // shared
+    b_rows = BK // shared if p["ALONG_M"] else BK
+    panel = 64 if p["BN"] % 64 == 0 else 32
+    ma = tma.tensor_map_2d(A.ptr, dt, M, K, row_stride(A, K, size), (BK, a_rows))
+    mb = tma.tensor_map_2d(B.ptr, dt, K, N, row_stride(B, N, size), (panel, b_rows), swizzle=2 * panel)
+    return ma, mb
+
+
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -257,14 +279,16 @@ _GRIDS: dict = {}
 
 def persistent_grid(v, M, N, K, dev):
     """One block per SM (whole clusters), or fewer when there are fewer tiles; clusters run along M
-    (rungs 5-7) or along N (rung 8, the TF32 sibling: the kernels with a CLUSTER_N parameter)."""
+    (rungs 5-7) or along N (rung 8, the TF32 sibling: the kernels with a CLUSTER_N parameter; rung 10
+    with ALONG_M false)."""
     sms = dev.sms if dev is not None else DEFAULT_SMS
     key = (v.name, M, N, sms)
     g = _GRIDS.get(key)
     if g is None:
         c = v.cluster[0]
         tm, tn = _cdiv(M, v.tile[0]), _cdiv(N, v.tile[1])
-        clusters = _cdiv(tn, c) * tm if "CLUSTER_N" in v.param_dict else _cdiv(tm, c) * tn
+        along_n = "CLUSTER_N" in v.param_dict or v.param_dict.get("ALONG_M") is False
+        clusters = _cdiv(tn, c) * tm if along_n else _cdiv(tm, c) * tn
         g = (max(c, min(clusters, sms // c) * c), 1, 1)
         if len(_GRIDS) > 4096:
             _GRIDS.clear()
@@ -364,6 +388,30 @@ def _top_forms(dtype: str) -> tuple:
     return tuple(out)
 
 
+def small_m_smem_bytes(bn: int, stages: int) -> int:
+    """Mirrors hgemm_wgmma_small_m_smem_bytes (08_small_m.cu): a ring of 64 x 64 A and 64 x bn B tiles."""
+    return stages * (64 + bn) * 128 + SLACK
+
+
+_CLUSTER_DOC = {"_cluster2m": ", clusters of 2 along M sharing B", "_cluster2n": ", clusters of 2 along N sharing A"}
+
+
+def _small_m(bn: int, stages: int, cluster: int, along_m: bool, doc: str) -> tuple:
+    """Rung 10 (08_small_m.cu), 64 x bn tiles, in fp16 and bf16; clusters of `cluster` blocks along M
+    (`_cluster2m`, sharing B) or along N (`_cluster2n`, sharing A)."""
+    c = f"_cluster{cluster}{'m' if along_m else 'n'}" if cluster > 1 else ""
+    return tuple(
+        Variant(source="hgemm_wgmma/08_small_m.cu", template="hgemm_wgmma_small_m",
+                params=(("BN", bn), ("STAGES", stages), ("GROUP", 8), ("CLUSTER", cluster), ("ALONG_M", along_m),
+                        ("T", CTYPES[dtype])),
+                tile=(64, bn, BK), block=(160, 1, 1), multiple_of=(1, 8, 8),
+                smem_dynamic=small_m_smem_bytes(bn, stages), cluster=(cluster, 1, 1),
+                grid_fn=persistent_grid, args_fn=cached_args(_maps_small_m),
+                **_common(f"hgemm_wgmma_m64n{bn}k16_small_m{c}_stage{stages}{bf}", dtype,
+                          doc if not bf else f"rung 10 with 64x{bn} tiles{_CLUSTER_DOC.get(c, '')} in bf16"))
+        for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")))
+
+
 def _persistent_bt(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, dtype="float16", doc, **kw):
     return Variant(source="hgemm_wgmma/06_persistent_bt.cu", template="hgemm_wgmma_persistent_bt",
                    params=(("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_N", CLUSTER_N), ("T", CTYPES[dtype])),
@@ -440,6 +488,16 @@ VARIANTS: tuple[Variant, ...] = (
     # ---- rung 7 for every layout and shape: transposed operands (no copy), any C (issue 13) ----------
     *_top_forms("float16"),
     *_top_forms("bfloat16"),
+    # ---- rung 10: 64-row tiles as narrow as 32 columns, 6-16 stages, for products with few rows ------
+    *_small_m(32, 16, 1, True,
+              "64-row tiles for products with few rows: 64x32 tiles (wgmma m64n32k16, B in 64-byte-swizzled "
+              "32-column panels), one consumer warpgroup and a producer warp, 16 stages, persistent, no "
+              "split-K (M=64 against a 4096-wide weight: 128 tiles); A boxes of M rows when M < 64"),
+    *_small_m(64, 12, 2, True, "rung 10 with 64x64 tiles, 12 stages, clusters of 2 along M sharing B"),
+    *_small_m(96, 10, 1, True, "rung 10 with 64x96 tiles (three 32-column panels), 10 stages (N = 11008: 115 tiles)"),
+    *_small_m(128, 8, 2, True, "rung 10 with 64x128 tiles, 8 stages, clusters of 2 along M sharing B"),
+    *_small_m(128, 8, 2, False, "rung 10 with 64x128 tiles, 8 stages, clusters of 2 along N sharing A"),
+    *_small_m(192, 6, 2, True, "rung 10 with 64x192 tiles, 6 stages, clusters of 2 along M sharing B"),
     # ---- the TF32 sibling of the top structure (float32 in and out) --------------------------------
     _tf32("hgemm_wgmma_tf32_m64n256k8_persistent_stage4",
           doc="float32 GEMM with TF32 wgmma m64n256k8 (C^T = B^T A^T, B^T from registers), persistent "

@@ -13,6 +13,10 @@
 //   B  64 x BN (N-major): BN / 64 panels of 64 columns, each 64 k rows of 128 bytes (8 KB), chunk
 //      c of row k at c ^ (k % 8): one TMA box {64, 64} per panel. wgmma descriptor (TRANS_B = 1):
 //      LBO = 8192 (panel to panel), SBO = 1024 (8 k rows); the k16 step kk starts 2048 kk bytes in.
+//   B_P32 (08_small_m.cu, tiles of any multiple of 32 columns): BN / 32 panels of 32 columns, each
+//      64 k rows of 64 bytes (4 KB), chunk c of row k at c ^ (k / 2 % 4): one TMA box {32, 64} with
+//      CU_TENSOR_MAP_SWIZZLE_64B per panel. Descriptor (TRANS_B = 1): LBO = 4096, SBO = 512; the
+//      k16 step kk starts 1024 kk bytes in.
 // The transposed operand forms of 04_persistent.cu swap the two layouts:
 //   A_COL  A read from a column-major M x K (memory: K rows of M): the A tile is M-major, BM / 64
 //      panels of 64 m x 64 k rows laid out like B's panels above (one TMA box {64 m, 64 k} each);
@@ -40,16 +44,21 @@ inline constexpr int B_PANEL_BYTES = BK * 128;  // one 64-column panel of a B ti
 // accumulators (scale-d = 0), so they need no zeroing. The caller brackets one K-tile's wgmmas (of
 // every slab it owns) with begin_group / end_group and waits (wait_group) before it reuses the stage
 // or reads the accumulators. A_COL / B_COL: the transposed tile layouts (header comment).
-template <class T, int BN, bool A_COL = false, bool B_COL = false>
+// B_P32 (08_small_m.cu, B row-major): the B tile is BN / 32 panels of 32 columns, 64-byte
+// swizzled (make_desc_sw64_mn), B_P32_PANEL_BYTES apart, so BN may be any multiple of 32.
+inline constexpr int B_P32_PANEL_BYTES = BK * 64;  // one 32-column panel of a B_P32 tile
+template <class T, int BN, bool A_COL = false, bool B_COL = false, bool B_P32 = false>
 __device__ __forceinline__ void mma_ktile(float (&acc)[BN / 2], unsigned a_addr, unsigned b_addr,
                                           bool accumulate) {
   using namespace cugemm_wgmma;
+  static_assert(!(B_P32 && B_COL), "B_P32 is a layout of a row-major B");
 #pragma unroll
   for (int kk = 0; kk < BK / 16; ++kk) {
     const unsigned long long da = A_COL ? make_desc_sw128_mn(a_addr + 2048 * kk, B_PANEL_BYTES)
                                         : make_desc_sw128(a_addr + 32 * kk);
-    const unsigned long long db = B_COL ? make_desc_sw128(b_addr + 32 * kk)
-                                        : make_desc_sw128_mn(b_addr + 2048 * kk, B_PANEL_BYTES);
+    const unsigned long long db = B_COL   ? make_desc_sw128(b_addr + 32 * kk)
+                                  : B_P32 ? make_desc_sw64_mn(b_addr + 1024 * kk, B_P32_PANEL_BYTES)
+                                          : make_desc_sw128_mn(b_addr + 2048 * kk, B_PANEL_BYTES);
     wgmma_ss<T, A_COL ? 1 : 0, B_COL ? 0 : 1>(acc, da, db, (accumulate || kk > 0) ? 1 : 0);
   }
 }
@@ -255,9 +264,9 @@ __device__ __forceinline__ void produce_ktiles(Ring<STAGES>& ring, unsigned long
 // (stages B_STAGE apart). One K-tile of wgmmas in flight: after issuing K-tile i the consumer waits
 // for K-tile i - 1's and releases its stage (release(stage): the caller's arrival on EMPTY). The
 // first K-tile overwrites the accumulators. On return they are final and every stage released.
-// A_COL / B_COL: the operand layouts of mma_ktile.
+// A_COL / B_COL / B_P32: the operand layouts of mma_ktile.
 template <class T, int BN, int STAGES, int A_STAGE, int B_STAGE, bool A_COL = false, bool B_COL = false,
-          class Release>
+          bool B_P32 = false, class Release>
 __device__ __forceinline__ void consume_ktiles(float (&acc)[BN / 2], Ring<STAGES>& ring,
                                                unsigned long long* full, unsigned a_addr, unsigned b_addr,
                                                int count, Release&& release) {
@@ -265,7 +274,8 @@ __device__ __forceinline__ void consume_ktiles(float (&acc)[BN / 2], Ring<STAGES
   for (int i = 0; i < count; ++i) {
     mbarrier_wait(&full[ring.stage], ring.phase);
     begin_group(acc);
-    mma_ktile<T, BN, A_COL, B_COL>(acc, a_addr + ring.stage * A_STAGE, b_addr + ring.stage * B_STAGE, i > 0);
+    mma_ktile<T, BN, A_COL, B_COL, B_P32>(acc, a_addr + ring.stage * A_STAGE, b_addr + ring.stage * B_STAGE,
+                                          i > 0);
     end_group(acc);
     cugemm_wgmma::wait_group<1>();
     if (i > 0) release(prev);

@@ -50,6 +50,13 @@ __device__ __forceinline__ unsigned long long make_desc_sw128(unsigned addr) {
 __device__ __forceinline__ unsigned long long make_desc_sw128_mn(unsigned addr, unsigned panel_bytes) {
   return make_smem_desc(addr, panel_bytes, 1024, 1);
 }
+// The same with the 64-byte swizzle: panels of 32 m/n columns, each a stack of k rows of 64 bytes
+// (a TMA box of 32 x rows with CU_TENSOR_MAP_SWIZZLE_64B: 16-byte chunk c of row k at c ^ (k / 2 % 4)),
+// canonical layout ((8,4,m),(8,k)):((1,8,LBO),(32,SBO)) in elements: LBO = panel_bytes, SBO = 512
+// (8 k rows of 64 bytes). addr must stay 512-aligned (k steps of 16 rows move it by 1024 bytes).
+__device__ __forceinline__ unsigned long long make_desc_sw64_mn(unsigned addr, unsigned panel_bytes) {
+  return make_smem_desc(addr, panel_bytes, 512, 2);
+}
 
 // ---- ordering ----------------------------------------------------------------------------------
 // Order this warpgroup's register writes (A fragments, accumulators) before the wgmma that reads
@@ -73,12 +80,24 @@ __device__ __forceinline__ void fence_operands(float (&d)[N]) {
 
 // ---- instruction wrappers ----------------------------------------------------------------------
 // The accumulator operand lists: "{%0, ..., %(n-1)}" and the matching "+f"(d[i]) constraints.
+#define CUGEMM_WGMMA_ACC16 "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" "}"
+#define CUGEMM_WGMMA_ACC16_OPERANDS(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
 #define CUGEMM_WGMMA_ACC32 "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" ", " "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" "}"
 #define CUGEMM_WGMMA_ACC32_OPERANDS(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
     "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
     "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
     "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define CUGEMM_WGMMA_ACC48 "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" ", " "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" ", " "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47" "}"
+#define CUGEMM_WGMMA_ACC48_OPERANDS(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
 #define CUGEMM_WGMMA_ACC64 "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" ", " "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" ", " "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47" ", " "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" "}"
 #define CUGEMM_WGMMA_ACC64_OPERANDS(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
@@ -164,7 +183,9 @@ CUGEMM_WGMMA_TF32_RS(256, 128, "%128", "%129", "%130", "%131", "%132", "%133")
                    : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B));          \
     }                                                                                              \
   }
+CUGEMM_WGMMA_SS16(32, 16, "%16", "%17", "%18", "%19", "%20")
 CUGEMM_WGMMA_SS16(64, 32, "%32", "%33", "%34", "%35", "%36")
+CUGEMM_WGMMA_SS16(96, 48, "%48", "%49", "%50", "%51", "%52")
 CUGEMM_WGMMA_SS16(128, 64, "%64", "%65", "%66", "%67", "%68")
 CUGEMM_WGMMA_SS16(192, 96, "%96", "%97", "%98", "%99", "%100")
 CUGEMM_WGMMA_SS16(256, 128, "%128", "%129", "%130", "%131", "%132")
