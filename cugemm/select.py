@@ -51,6 +51,7 @@ FALLBACK: dict[str, tuple] = {
         ("hgemm_wgmma_m64n256k16_bt_persistent_stage4", 630.0, "persistent"),
         ("hgemm_wgmma_m64n192k16_persistent_cluster2_tma_store_stage4", 610.0, "persistent"),
         ("hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6", 600.0, "persistent"),
+        ("hgemm_wgmma_m64n64k16_persistent_cluster2_tma_store_stage8", 520.0, "persistent"),
         ("hgemm_wgmma_m64n128k16_persistent_cluster2_anyc_stage6", 570.0, "persistent"),  # any C
         ("hgemm_mma_m16n8k16_*_ws*edge", 450.0, "tiles"),
         ("hgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge", 390.0, "tiles"),

@@ -476,6 +476,9 @@ VARIANTS: tuple[Variant, ...] = (
     # (3072^3: 288 tiles are 2.2 rounds of 132 SMs, 576 are 4.4); 6 stages fit beside the boxes
     *_tile_forms(128, 6, "rung 7 with 128x128 tiles (two m64n128k16 slabs), 6 stages: finer tiles for shapes "
                          "whose 128x256 tiles leave most of a last round idle"),
+    # ---- rung 7 with 128x64 tiles: 1024^3 is 64 tiles of 128x128 on 132 SMs, 128 of these
+    *_tile_forms(64, 8, "rung 7 with 128x64 tiles (two m64n64k16 slabs; block 0 of a cluster multicasts the one "
+                        "B panel), 8 stages: small squares whose 128x128 tiles leave half the SMs idle"),
     # ---- rung 7 with 128x192 tiles: 3072^3 is 2.2 rounds of 128x256 tiles, 4.4 of 128x128, 2.9 of these
     *_tile_forms(192, 4, "rung 7 with 128x192 tiles (two m64n192k16 slabs; each block of a cluster multicasts "
                          "its panels of 3), 4 stages: for shapes that 128x256 and 128x128 tiles both quantise badly"),

@@ -95,7 +95,11 @@
 //     304.9%). (An epilogue writing the dense 4097-wide C with 16-byte stores on C's own boundaries,
 //     chunks joined across lanes by shuffles, was correct and slower: 90 against 81 us per product.)
 //
-// Template parameters: BN (128, 192 or 256), STAGES, GROUP (tile rows per raster band, in cluster
+//   BN = 64 (the _m64n64k16_ forms): 128 x 64 tiles (cuBLAS's for 1024^3: 128 tiles on 132 SMs where
+//     128 x 128 tiles make 64), two m64n64k16 slabs, 8 stages; one B panel, which block 0 of a
+//     cluster multicasts (the panel loop above), one staging box a tile (box_flip alternates them).
+//
+// Template parameters: BN (64, 128, 192 or 256), STAGES, GROUP (tile rows per raster band, in cluster
 // tiles), CLUSTER_M (1 or 2; __cluster_dims__), TMA_STORE, ANY_C (not with TMA_STORE), A_COL, B_COL,
 // NARROW_EDGE (BN = 256), T. Fixed: BM = 128 (2 x 64), BK = 64.
 // (Clusters of 4 measured 387 TFLOP/s at 4096^3 on an H100, against 701 for pairs: fewer
@@ -151,7 +155,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
   // ANY_C's named barriers (ids 1, 2 are the TMA-store epilogue's): slab cw staged, slab cw read;
   // each the 128 threads of consumer cw and the 96 storing threads of the producer warpgroup.
   constexpr int BAR_STAGED = 3, BAR_READ = 5, STAGED_THREADS = 128 + 96;
-  static_assert(BN == 128 || BN == 192 || BN == 256, "BN is a wgmma N with a 128-register accumulator at most");
+  static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "BN is a wgmma N with a 128-register accumulator at most");
   static_assert(!NARROW_EDGE || BN == 256, "the narrow widths are those of a 256-wide tile's 1-3 live panels");
   static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 blocks; B is split by whole panels");
   static_assert(!(TMA_STORE && ANY_C), "one epilogue: registers, TMA stores or ANY_C's staged stores");
