@@ -264,13 +264,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     const unsigned sA_addr = smem_addr(sA) + cw * 64 * A_ROW_BYTES;  // A_COL: panel cw, the same offset
     const unsigned sB_addr = smem_addr(sB);
     char* const boxes = sC + cw * 2 * BOX;
-    auto release = [&](int s) {
-      if constexpr (CLUSTER_M > 1) {
-        if (tid < CLUSTER_M) mbarrier_arrive_remote(&empty[s], tid);
-      } else {
-        if (tid == 0) mbarrier_arrive(&empty[s]);
-      }
-    };
+    auto release = [&](int s) { release_stage<CLUSTER_M>(&empty[s], tid); };
 
     float acc[BN / 2];
     Ring<STAGES> ring;

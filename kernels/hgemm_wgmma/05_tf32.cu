@@ -138,13 +138,7 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
     }
     const unsigned sA_addr = smem_addr(sA);
     const char* const sB_c = sB;
-    auto release = [&](int s) {
-      if constexpr (CLUSTER_N > 1) {
-        if (tid < CLUSTER_N) mbarrier_arrive_remote(&empty[s], tid);
-      } else {
-        if (tid == 0) mbarrier_arrive(&empty[s]);
-      }
-    };
+    auto release = [&](int s) { release_stage<CLUSTER_N>(&empty[s], tid); };
 
     float acc[NACC];
     // The register operand: B^T fragments of the BK / 8 k8 steps of one K-tile. A wgmma reads its

@@ -124,13 +124,7 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
     const unsigned sA_addr = smem_addr(sA);
     const unsigned sB_addr = smem_addr(sB) + cw * B_PANEL_BYTES;
     const unsigned boxes = smem_addr(sC) + cw * 2 * BOX;
-    auto release = [&](int s) {
-      if constexpr (CLUSTER_N > 1) {
-        if (tid < CLUSTER_N) mbarrier_arrive_remote(&empty[s], tid);
-      } else {
-        if (tid == 0) mbarrier_arrive(&empty[s]);
-      }
-    };
+    auto release = [&](int s) { release_stage<CLUSTER_N>(&empty[s], tid); };
 
     float acc[128];  // C^T: acc[4j + 2h + e] = C(m0 + 8j + 2t + e, n0 + 64 cw + 16w + g + 8h)
     Ring<STAGES> ring;

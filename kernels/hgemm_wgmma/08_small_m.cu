@@ -40,7 +40,7 @@
 // 64x11008x4096 92.4 / 104.2 (80.0 / 67.0), 64x14336x4096 94.9 / 93.9 (92.6 / 88.5).
 // Tried: clusters along N sharing A with 64 x 32 tiles measured 84% of cupy.matmul at 64x4096x4096
 // against 92% for no clusters (the pair waits on each other's releases); 32-column panels for a
-// 64-wide tile (64-byte rows) 84% against 95% for 64-column ones at 128x4096x4096.
+// 64-wide tile (64-byte rows) 84% against 95% for 64-column ones at 128x4096x4096 (consecutive runs).
 //
 // Template parameters: BN (32, 64, 96, 128, 192; a wgmma N), STAGES, GROUP (tile rows per raster
 // band, in cluster tiles), CLUSTER (1 or 2; __cluster_dims__), ALONG_M (the cluster's blocks
@@ -146,13 +146,7 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
     // ---- consumer: warps 0-3, one 64 x BN slab ---------------------------------------------------
     const int tid = threadIdx.x;
     const int w = tid >> 5, g = (tid & 31) >> 2, t4 = tid & 3;
-    auto release = [&](int s) {
-      if constexpr (CLUSTER > 1) {
-        if (tid < CLUSTER) mbarrier_arrive_remote(&empty[s], tid);
-      } else {
-        if (tid == 0) mbarrier_arrive(&empty[s]);
-      }
-    };
+    auto release = [&](int s) { release_stage<CLUSTER>(&empty[s], tid); };
     float acc[BN / 2];
     Ring<STAGES> ring;
     for (int t = walk.first(); t < walk.count; t += walk.stride) {

@@ -115,6 +115,19 @@ CUGEMM_DEVICE void mbarrier_arrive_remote(unsigned long long* bar, unsigned cta)
       : "memory");
 }
 
+// A consumer warpgroup's release of ring stage s (bar = &EMPTY[s]) in a cluster of CLUSTER blocks
+// that multicast into each other's rings: its thread r < CLUSTER arrives on block r's barrier (one
+// arrival per block); without clusters its thread 0 arrives on the block's own. tid: the thread's
+// index in the warpgroup. (The persistent and small-M wgmma rungs, the TF32 sibling.)
+template <int CLUSTER>
+CUGEMM_DEVICE void release_stage(unsigned long long* bar, int tid) {
+  if constexpr (CLUSTER > 1) {
+    if (tid < CLUSTER) mbarrier_arrive_remote(bar, tid);
+  } else {
+    if (tid == 0) mbarrier_arrive(bar);
+  }
+}
+
 // Order this thread's view of global memory, as acquired through the generic proxy (e.g. data
 // other blocks stored before an atomic this thread observed), before its later async-proxy
 // accesses to global memory (bulk / TMA copies that read it). Appended for the split-K rung.
