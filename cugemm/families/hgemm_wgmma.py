@@ -255,10 +255,10 @@ def _maps_tf32(v, A, B, C, M, N, K):
 
 
 def _maps_small_m(v, A, B, C, M, N, K):
-    """Rung 10 (08_small_m.cu): A in boxes {64 k, 64 rows} (M rounded up to 8 rows when M < 64; 32
-    rows with clusters along N, whose blocks copy one part each), 128-byte swizzled; B in panels of 64 columns (128-byte swizzle) or,
-    where the tile width is not a multiple of 64, 32 columns (64-byte swizzle), boxes of 64 k rows
-    (32 with clusters along M)."""
+    """Rung 10 (08_small_m.cu): A in boxes {64 k, 64 rows} (M rounded up to 8 rows when M < 64, as
+    the kernel's a_rows; 32 rows with clusters along N, whose blocks copy one part each), 128-byte
+    swizzled; B in panels of 64 columns (128-byte swizzle) or, where the tile width is not a multiple
+    of 64, 32 columns (64-byte swizzle), boxes of 64 k rows (32 with clusters along M)."""
     dt, size = v.dtype_in, v.dt_in.itemsize
     p = v.param_dict
     shared = p["CLUSTER"]  # blocks sharing the multicast operand

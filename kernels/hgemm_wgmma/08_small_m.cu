@@ -38,9 +38,10 @@
 // tiles 16.5 (cuBLAS: split-K 15.3 + its reduction 4.4). cugemm.matmul with the shipped table
 // (bench, same-run % of cupy.matmul, fp16 / bf16): 128x4096x4096 94.1 / 94.1 (split-K 79.6 / 78.9),
 // 64x11008x4096 92.4 / 104.2 (80.0 / 67.0), 64x14336x4096 94.9 / 93.9 (92.6 / 88.5).
-// Tried: clusters along N sharing A with 64 x 32 tiles measured 84% of cupy.matmul at 64x4096x4096
-// against 92% for no clusters (the pair waits on each other's releases); 32-column panels for a
-// 64-wide tile (64-byte rows) 84% against 95% for 64-column ones at 128x4096x4096 (consecutive runs).
+// Tried, each against the shipped choice in the run after it: clusters along N sharing A with 64 x 32
+// tiles, 84% of cupy.matmul at 64x4096x4096 against 92% without clusters (not profiled; a pair's
+// stage is free only when both consumers release it); 32-column panels for a 64-wide tile (64-byte
+// rows), 84% against 95% for 64-column ones at 128x4096x4096.
 //
 // Template parameters: BN (32, 64, 96, 128, 192; a wgmma N), STAGES, GROUP (tile rows per raster
 // band, in cluster tiles), CLUSTER (1 or 2; __cluster_dims__), ALONG_M (the cluster's blocks
