@@ -113,6 +113,7 @@ hgemm_skinny_splitk(const T* __restrict__ a, const T* __restrict__ b, T* __restr
     for (int i = 0; i < B_PASSES; ++i) b_rows_in |= (n0 + b_r + i * B_RPP < N ? 1u : 0u) << i;
   }
   const bool b_col_in = BCOL || n0 + 8 * b_c < N;  // row-major B: this thread's n chunk
+  const unsigned long long b_policy = l2_policy_stream();  // B is read once: its L2 lines evict_first
 
   // One K-tile into ring stage s; chunks outside the matrices are zero-filled (nothing is read).
   auto issue = [&](int s) __attribute__((always_inline)) {
@@ -126,7 +127,7 @@ hgemm_skinny_splitk(const T* __restrict__ a, const T* __restrict__ b, T* __restr
       const bool in = BCOL ? ((b_rows_in >> i) & 1) && k_next + 8 * b_c < K
                            : b_col_in && k_next + b_r + i * B_RPP < K;
       const T* src = BCOL ? b_src + i * B_RPP * K : b_src + i * B_RPP * N;
-      cp_async_16_zfill(b_dst + s * B_STAGE + i * NT * 16, in ? src : b, in ? 16 : 0);
+      cp_async_16_zfill(b_dst + s * B_STAGE + i * NT * 16, in ? src : b, in ? 16 : 0, b_policy);
     }
     a_src += BK;
     b_src += BCOL ? BK : BK * N;

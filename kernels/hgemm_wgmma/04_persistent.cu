@@ -195,6 +195,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     // ---- producer ------------------------------------------------------------------------------
     setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {
+      const unsigned long long b_policy = l2_policy_stream();  // B's L2 lines: evict_first
       Ring<STAGES> ring;
       for (int k = 0, t; (t = walk.nth(k, edge_last)) < walk.count; ++k) {
         const TileCoord tc = cluster_tile(t);
@@ -225,9 +226,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             // the box's first (inner, outer) coordinates: B_COL's memory is N rows of K
             const int c0 = B_COL ? kt * BK : n0 + 64 * p, c1 = B_COL ? n0 + 64 * p : kt * BK;
             if constexpr (CLUSTER_M > 1) {
-              tma_load_2d_multicast(dst, &tmap_b, &full[s], c0, c1, static_cast<unsigned short>((1u << CLUSTER_M) - 1));
+              tma_load_2d_multicast(dst, &tmap_b, &full[s], c0, c1, static_cast<unsigned short>((1u << CLUSTER_M) - 1),
+                                    b_policy);
             } else {
-              tma_load_2d(dst, &tmap_b, &full[s], c0, c1);
+              tma_load_2d(dst, &tmap_b, &full[s], c0, c1, b_policy);
             }
           }
           ring.advance();

@@ -85,6 +85,7 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
     // ---- producer ------------------------------------------------------------------------------
     setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {
+      const unsigned long long b_policy = l2_policy_stream();  // B's L2 lines: evict_first
       Ring<STAGES> ring;
       for (int t = walk.first(); t < walk.count; t += walk.stride) {
         const TileCoord tc = walk.cluster_tile(t, GROUP);
@@ -110,7 +111,8 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
 #pragma unroll
           for (int p = 0; p < BN / 64; ++p)
             if (p < live_b)
-              tma_load_2d(sB + s * B_STAGE + p * B_PANEL_BYTES, &tmap_b, &full[s], n_load + 64 * p, kt * BK);
+              tma_load_2d(sB + s * B_STAGE + p * B_PANEL_BYTES, &tmap_b, &full[s], n_load + 64 * p, kt * BK,
+                          b_policy);
           ring.advance();
         }
       }

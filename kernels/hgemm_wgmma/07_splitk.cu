@@ -110,12 +110,13 @@ __global__ void __launch_bounds__(384, 1)
     // ---- producer ------------------------------------------------------------------------------
     setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {
+      const unsigned long long b_policy = l2_policy_stream();  // B's L2 lines: evict_first
       Ring<STAGES> ring;
       for (int u = blockIdx.x; u < num_units; u += gridDim.x) {
         const Unit w = unit_of(u, dp_tiles, splits, num_kt);
         const TileCoord tc = raster_grouped(w.tile, tiles_m, tiles_n, GROUP);
         produce_ktiles<BM, BN, STAGES>(ring, full, empty, sA, sB, &tmap_a, &tmap_b, tc.row * BM, tc.col * BN, N,
-                                       w.kt0, w.kt1);
+                                       w.kt0, w.kt1, b_policy);
       }
     }
   } else {

@@ -108,6 +108,7 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
   if (threadIdx.x >= 128) {
     // ---- producer: warp 4, one thread -------------------------------------------------------------
     if (threadIdx.x == 128) {
+      const unsigned long long b_policy = l2_policy_stream();  // B's L2 lines: evict_first
       Ring<STAGES> ring;
       for (int t = walk.first(); t < walk.count; t += walk.stride) {
         const TileCoord tile = walk.tile(walk.cluster_tile(t, GROUP), rank);
@@ -134,9 +135,9 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
             char* const dst = sB + s * B_STAGE + p * PANEL_BYTES;
             if (CLUSTER > 1 && ALONG_M) {  // k rows rank * PART .. of the shared panel, to every block
               tma_load_2d_multicast(dst + rank * PART * P * 2, &tmap_b, &full[s], n0 + P * p,
-                                    kt * BK + rank * PART, ALL);
+                                    kt * BK + rank * PART, ALL, b_policy);
             } else {
-              tma_load_2d(dst, &tmap_b, &full[s], n0 + P * p, kt * BK);
+              tma_load_2d(dst, &tmap_b, &full[s], n0 + P * p, kt * BK, b_policy);
             }
           }
           ring.advance();

@@ -234,12 +234,13 @@ namespace hgemm_wgmma {
 // For each K-tile: wait until the ring stage is free (EMPTY, parity of its previous use), arm FULL
 // with the bytes that will land (the A box {64, BM} and the B panels not wholly past N: a panel past
 // N is not copied, its stale columns only reach columns of C that are never stored) and issue the
-// copies. A rows from m0, B columns from n0. The ring runs on across calls.
+// copies. A rows from m0, B columns from n0, B's with the L2 eviction policy b_policy.
+// The ring runs on across calls.
 template <int BM, int BN, int STAGES>
 __device__ __forceinline__ void produce_ktiles(Ring<STAGES>& ring, unsigned long long* full,
                                                unsigned long long* empty, char* sA, char* sB,
                                                const TensorMap* tmap_a, const TensorMap* tmap_b, int m0,
-                                               int n0, int N, int kt0, int kt1) {
+                                               int n0, int N, int kt0, int kt1, unsigned long long b_policy) {
   constexpr int A_STAGE = BM * A_ROW_BYTES;
   constexpr int PANELS = BN / 64;
   constexpr int B_STAGE = PANELS * B_PANEL_BYTES;
@@ -253,7 +254,7 @@ __device__ __forceinline__ void produce_ktiles(Ring<STAGES>& ring, unsigned long
 #pragma unroll
     for (int p = 0; p < PANELS; ++p) {
       if (p >= live) break;
-      tma_load_2d(sB + s * B_STAGE + p * B_PANEL_BYTES, tmap_b, &full[s], n0 + 64 * p, kt * BK);
+      tma_load_2d(sB + s * B_STAGE + p * B_PANEL_BYTES, tmap_b, &full[s], n0 + 64 * p, kt * BK, b_policy);
     }
     ring.advance();
   }

@@ -8,7 +8,7 @@
 // "..." lines (#pragma once is honoured), so CuPy's disk cache, keyed on the source text, sees
 // every edit made here. CUDA's own headers (#include <...>) stay includes.
 //
-//   core.cuh      CUGEMM_DEVICE, smem_addr
+//   core.cuh      CUGEMM_DEVICE, smem_addr, L2 eviction policies (createpolicy)
 //   move.cuh      16/8/4-byte vector moves and N-float register-array loads/stores
 //   half.cuh      half2 bit casts, N-half register-array loads/stores, the HFMA2 broadcast
 //   cp_async.cuh  cp.async (sm_80+): 16-byte (optionally zero-filling) and 4-byte copies, groups
@@ -26,4 +26,28 @@
 // The 32-bit shared-window address of a pointer into shared memory (what PTX .shared operands take).
 CUGEMM_DEVICE unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// ---- L2 eviction priority of a load (sm_80+; PTX "createpolicy", ".L2::cache_hint") --------------
+// A policy is an opaque 64-bit register that copies tagged .L2::cache_hint (cp.async, TMA) carry.
+// l2_policy_stream(): evict_first, for the operand a GEMM streams (B, the weight of x @ W): the L2
+// lines its copies fill are the first of their set to be given up, so the stream of B replaces its
+// own earlier lines instead of whatever else the L2 holds (the activations of the layer before; or
+// dirty lines, the outputs of earlier kernels, each of which would cost a write-back to HBM in the
+// middle of this kernel's reads). The tiles that read the same B panel run at the same time (rows
+// of one cluster, bands of the grouped raster), so an evict_first line is read again within
+// microseconds or never. What it bought on an H100 is in scripts/l2_hint_probe.py's header.
+// CUGEMM_B_EVICT_FIRST=0 (a compile-time switch, default 1) builds it as evict_normal, what an
+// untagged load gets, for that probe to measure the difference.
+#ifndef CUGEMM_B_EVICT_FIRST
+#define CUGEMM_B_EVICT_FIRST 1
+#endif
+CUGEMM_DEVICE unsigned long long l2_policy_stream() {
+  unsigned long long policy;
+#if CUGEMM_B_EVICT_FIRST
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+#else
+  asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(policy));
+#endif
+  return policy;
 }

@@ -12,6 +12,11 @@ CUGEMM_DEVICE void cp_async_16(void* smem, const void* gmem) {
 CUGEMM_DEVICE void cp_async_16_zfill(unsigned smem, const void* gmem, unsigned bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(bytes));
 }
+// The same with an L2 eviction policy (core.cuh: l2_policy_stream) on the lines it reads.
+CUGEMM_DEVICE void cp_async_16_zfill(unsigned smem, const void* gmem, unsigned bytes, unsigned long long policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(smem), "l"(gmem),
+               "r"(bytes), "l"(policy));
+}
 // 4 bytes (.ca, the only form for sizes under 16): used where a tile is transposed on its way
 // into shared memory, one element at a time.
 CUGEMM_DEVICE void cp_async_4(void* smem, const void* gmem) {

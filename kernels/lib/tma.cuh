@@ -42,6 +42,25 @@ CUGEMM_DEVICE void tma_load_2d_multicast(void* dst, const TensorMap* map, unsign
       : "memory");
 }
 
+// The two loads above with an L2 eviction policy (core.cuh: l2_policy_stream) on what they read.
+CUGEMM_DEVICE void tma_load_2d(void* dst, const TensorMap* map, unsigned long long* bar, int c0, int c1,
+                               unsigned long long policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "l"(policy)
+      : "memory");
+}
+CUGEMM_DEVICE void tma_load_2d_multicast(void* dst, const TensorMap* map, unsigned long long* bar, int c0, int c1,
+                                         unsigned short cta_mask, unsigned long long policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      ".L2::cache_hint [%0], [%1, {%3, %4}], [%2], %5, %6;\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "h"(cta_mask),
+      "l"(policy)
+      : "memory");
+}
+
 // 2-D box of shared memory at `src` -> global at coordinates (c0, c1); the part of the box outside
 // the tensor is not written. The writing threads fence (fence_proxy_async_shared) and sync first.
 CUGEMM_DEVICE void tma_store_2d(const TensorMap* map, const void* src, int c0, int c1) {

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""What the evict_first L2 hint on B (kernels/lib/core.cuh, l2_policy_stream) does to cugemm.matmul.
+
+The kernels are built once per pass in one process with -DCUGEMM_B_EVICT_FIRST=<mode>: 1 as shipped
+(the copies of B tagged evict_first), 0 evict_normal (the same as untagged). Each shape is benched (cugemm.bench.measure.bench_shape, cugemm.matmul
+alternating with cupy.matmul, checked against float64 first) once per pass; the default passes
+1, 0, 1 show a drift of the GPU's clock between passes as a difference between the two 1 columns.
+
+    python scripts/l2_hint_probe.py [--dtype f16] [--shapes 64x4096x4096,...] [--modes 1,0,1] [--json PATH]
+"""
+import argparse
+import json
+
+
+def _build(flag: int):
+    """Make every later kernel load compile with CUGEMM_B_EVICT_FIRST=flag."""
+    from cugemm import jit, registry
+
+    jit._BASE_OPTIONS = ("-std=c++17", f"-DCUGEMM_B_EVICT_FIRST={flag}")
+    jit._functions.clear()
+    for v in registry.variants():
+        getattr(v, "_launch", {}).clear()
+
+
+def main():
+    from cugemm.bench.measure import MATMUL, bench_shape, parse_shapes
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dtype", default="f16")
+    p.add_argument("--shapes", default="1x4096x4096,16x4096x4096,64x4096x4096,128x4096x4096,256x4096x4096,"
+                   "512x4096x4096,64x11008x4096,256x11008x4096,64x4096x11008,16x8192x8192,1024x1024x1024")
+    p.add_argument("--modes", default="1,0,1", help="CUGEMM_B_EVICT_FIRST values (0, 1), one pass each")
+    p.add_argument("--json")
+    args = p.parse_args()
+    shapes = parse_shapes(args.shapes)
+    results = {}
+    modes = [int(x) for x in args.modes.split(",")]
+    for i, flag in enumerate(modes):
+        _build(flag)
+        for M, N, K in shapes:
+            row = bench_shape(M, N, K, args.dtype, chosen=[MATMUL])[-1]
+            results.setdefault(f"{M}x{N}x{K}", []).append((flag, row.pct, row.ms * 1e3 if row.ms else None,
+                                                           row.status.value, row.detail))
+    print(f"{'shape':>18} " + " ".join(f"{'mode ' + str(f) + ' %':>9}" for f in modes) + "   us each   variant")
+    for shape, r in results.items():
+        st = sorted({x[3] for x in r})
+        print(f"{shape:>18} " + " ".join(f"{x[1]:9.1f}" if x[1] else f"{'-':>9}" for x in r) + "   "
+              + "/".join(f"{x[2]:.1f}" if x[2] else "-" for x in r) + f"   {r[0][4]} {st}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
