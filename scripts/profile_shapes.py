@@ -8,18 +8,33 @@ of each after a warm-up, plus a plain streaming-read kernel as the HBM reference
 Each spec is DTYPE:MxNxK (cupy.matmul then cugemm.matmul, whatever kernels they launch),
 DTYPE:MxNxK:NAME,NAME (cupy.matmul then the named variants) or stream:BYTES (a grid-stride
 16-byte read of BYTES, the achievable read bandwidth). --summary
-prints one line per profiled kernel: name, duration, DRAM / memory / SM throughput in % of peak."""
+prints one line per profiled kernel: name, duration, DRAM / memory / SM throughput in % of peak.
+--dirty runs the bench's L2 flush (cugemm.bench.Timer.flush, a write over twice the L2) before each
+profiled launch, outside the profiled range: with `ncu --cache-control none` every kernel then
+starts from the L2 the bench leaves it (full of the flush's dirty lines) instead of the clean,
+invalidated one of ncu's default."""
 import argparse
 import csv
 import sys
 from functools import partial
 
 
-def _profile(specs):
+def _profile(specs, dirty=False):
     import cupy
 
     import cugemm
     from cugemm import testing
+    from cugemm.bench import Timer
+
+    flush = Timer().flush if dirty else (lambda: None)
+
+    def profiled(fn):
+        flush()
+        cupy.cuda.Device().synchronize()
+        cupy.cuda.profiler.start()
+        fn()
+        cupy.cuda.Device().synchronize()
+        cupy.cuda.profiler.stop()
 
     stream_src = r"""
 extern "C" __global__ void stream_read(const int4* __restrict__ x, long long n, int* out) {
@@ -40,11 +55,7 @@ extern "C" __global__ void stream_read(const int4* __restrict__ x, long long n, 
             sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
             launch = lambda: k((sms * 8,), (256,), (x, cupy.int64(n), out))  # noqa: E731
             launch()
-            cupy.cuda.Device().synchronize()
-            cupy.cuda.profiler.start()
-            launch()
-            cupy.cuda.Device().synchronize()
-            cupy.cuda.profiler.stop()
+            profiled(launch)
             continue
         arg, _, names = arg.partition(":")
         M, N, K = map(int, arg.split("x"))
@@ -56,14 +67,9 @@ extern "C" __global__ void stream_read(const int4* __restrict__ x, long long n, 
             cupy.matmul(a, b)
             for f in ours:
                 f()
-        cupy.cuda.Device().synchronize()
-        cupy.cuda.profiler.start()
-        cupy.matmul(a, b)
-        cupy.cuda.Device().synchronize()
+        profiled(partial(cupy.matmul, a, b))
         for f in ours:
-            f()
-            cupy.cuda.Device().synchronize()
-        cupy.cuda.profiler.stop()
+            profiled(f)
         print(spec, "->", names or str(cugemm.explain(a, b)).splitlines()[0], file=sys.stderr)
 
 
@@ -83,11 +89,12 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("specs", nargs="*", help="DTYPE:MxNxK, DTYPE:MxNxK:NAME,... or stream:BYTES")
     p.add_argument("--summary", metavar="CSV", help="summarise an `ncu --csv --page details` file instead")
+    p.add_argument("--dirty", action="store_true", help="the bench's L2 flush before each profiled launch")
     args = p.parse_args()
     if args.summary:
         _summary(args.summary)
     else:
-        _profile(args.specs)
+        _profile(args.specs, args.dirty)
 
 
 if __name__ == "__main__":
