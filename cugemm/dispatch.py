@@ -661,7 +661,6 @@ def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = 
         todo = choice.ranked if variants is not None else \
             [q for q in choice.ranked if q.est_us <= TUNE_SPREAD * best][:TUNE_PLANS]
         rec = {"shape": [M, N, K], "us": {}}
-        nbytes = (M * K + K * N + M * N) * dt.itemsize
         for plan in todo:
             name = plan.variant.name
             row = {"M": M, "N": N, "K": K, "dtype": dt.name, "variant": name, "plan": plan.describe()}
@@ -676,7 +675,7 @@ def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = 
                     continue
                 base_out = cupy.empty((M, N), dtype=a.dtype)
                 t, tb = timer.measure_pair(lambda: _execute(plan, a, b, out),
-                                           lambda: cupy.matmul(a, b, out=base_out), nbytes)
+                                           lambda: cupy.matmul(a, b, out=base_out))
             except Exception as e:  # a plan that cannot run here is reported, not recorded
                 row.update(status="error", detail=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
                 rows.append(row)

@@ -6,7 +6,7 @@ import os
 import sys
 
 from .. import toolkit
-from .measure import DTYPES, MATMUL, SWEEPS, _grid, bench_shape, chosen_variants, operand_bytes, parse_shapes, sweep_shapes
+from .measure import DTYPES, MATMUL, SWEEPS, _grid, bench_shape, chosen_variants, parse_shapes, sweep_shapes
 from .report import device_line, format_table, metadata, plot, write_csv, write_json
 from .timing import Timer
 
@@ -122,9 +122,7 @@ def main(argv=None, prog: str = "python -m cugemm bench") -> int:
         progress.step(f"{M}x{N}x{K}")
         rows = bench_shape(M, N, K, args.dtype, timer=timer, check=not args.no_check, chosen=chosen)
         all_rows += rows
-        flushed = operand_bytes(M, N, K, args.dtype) <= timer.l2_bytes
-        print(f"\nM={M} N={N} K={K} {args.dtype}: median of up to {args.iters} runs"
-              f"{', L2 flushed' if flushed else ''}, "
+        print(f"\nM={M} N={N} K={K} {args.dtype}: median of up to {args.iters} runs, L2 flushed before each, "
               f"baseline cupy.matmul{' (TF32)' if args.dtype == 'tf32' else ''}, timed alternating with each "
               "variant; * = best ratio")
         print(format_table(rows, markdown=args.markdown))

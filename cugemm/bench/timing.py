@@ -2,7 +2,13 @@
 
 Timing rule (DESIGN.md): events around each launch, warm-up first, the median and the p20/p80
 spread of many repetitions, the L2 cache flushed before each repetition (a write over a buffer twice
-its size) when the operands fit in L2, so no repetition starts with its inputs cached.
+its size), so no repetition starts with its inputs cached. DESIGN.md flushes only where the operands
+fit in L2; cugemm flushes before every repetition: its kernels tag the copies of B evict_first
+(kernels/lib/core.cuh, l2_policy_stream), and a kernel that does so leaves most of the L2 as the
+launch before it left it, so without a flush a product larger than L2 would find the part of B
+that the previous repetition (cuBLAS's, in a pair) read last still cached: repetitions would no
+longer be independent. Every repetition of every kernel now starts from the same L2: the flush
+buffer's dirty lines.
 
 Ratios: `measure_pair` times a kernel and its baseline in alternating repetitions. On a GPU that
 runs at its power cap (an H100 or H200 under a large GEMM sits at 700 W, its clock set by what ran
@@ -36,16 +42,13 @@ class Timer:
     def flush(self):
         self._flush.fill(1.0)
 
-    def measure(self, fn, operand_bytes: int = 0) -> dict:
-        """{'median', 'p20', 'p80' (ms), 'n', 'l2_flushed'}; L2 flushed before each run if
-        operand_bytes fit in it."""
+    def measure(self, fn) -> dict:
+        """{'median', 'p20', 'p80' (ms), 'n'}; the L2 flushed before each run."""
         import cupy
 
-        flush = operand_bytes <= self.l2_bytes
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         for _ in range(max(1, self.warmup)):
-            if flush:
-                self.flush()
+            self.flush()
             start.record()
             fn()
             end.record()
@@ -55,25 +58,21 @@ class Timer:
         iters = max(5, min(self.iters, int(self.budget_s * 1e3 / max(first, 1e-3))))
         events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(iters)]
         for s, e in events:
-            if flush:
-                self.flush()
+            self.flush()
             s.record()
             fn()
             e.record()
         events[-1][1].synchronize()
         times = sorted(cupy.cuda.get_elapsed_time(s, e) for s, e in events)
         return {"median": percentile(times, 50), "p20": percentile(times, 20),
-                "p80": percentile(times, 80), "n": iters, "l2_flushed": flush}
+                "p80": percentile(times, 80), "n": iters}
 
-    def measure_pair(self, fn, base, operand_bytes: int = 0) -> tuple[dict, dict]:
+    def measure_pair(self, fn, base) -> tuple[dict, dict]:
         """measure() of `fn` and of `base`, their repetitions alternating (fn, base, fn, base, ...)."""
         import cupy
 
-        flush = operand_bytes <= self.l2_bytes
-
         def once(f, s, e):
-            if flush:
-                self.flush()
+            self.flush()
             s.record()
             f()
             e.record()
@@ -94,8 +93,8 @@ class Timer:
         for evs in events:
             times = sorted(cupy.cuda.get_elapsed_time(s, e) for s, e in evs)
             out.append({"median": percentile(times, 50), "p20": percentile(times, 20),
-                        "p80": percentile(times, 80), "n": iters, "l2_flushed": flush})
+                        "p80": percentile(times, 80), "n": iters})
         return out[0], out[1]
 
-    def median_ms(self, fn, operand_bytes: int = 0) -> float:
-        return self.measure(fn, operand_bytes)["median"]
+    def median_ms(self, fn) -> float:
+        return self.measure(fn)["median"]

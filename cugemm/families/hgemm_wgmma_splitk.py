@@ -207,8 +207,7 @@ def sweep(shapes, dtype="float16", splits=(1, 2, 3, 4, 6, 8), names=None, iters=
                 FORCE_SPLITS = S
                 for st in v._launch.values():  # the launcher's memo of grids per shape
                     st[2].clear()
-                t, base = timer.measure_pair(lambda: launch.run(v, a, b, out=c), lambda: cupy.matmul(a, b),
-                                             2 * (M * K + K * N + M * N))
+                t, base = timer.measure_pair(lambda: launch.run(v, a, b, out=c), lambda: cupy.matmul(a, b))
                 p = plan(M, N, K, v.tile[1], sms)
                 print(f"{name} {M}x{N}x{K} S={'plan' if S is None else S} dp={p[0]} splits={p[1]} grid={p[2]}: "
                       f"{t['median'] * 1e3:.1f} us {flop / t['median'] / 1e9:.0f} TFLOP/s, cupy "
