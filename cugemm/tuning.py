@@ -122,10 +122,17 @@ def _write_atomic(path: Path, data: dict) -> None:
         raise
 
 
+def off_centre(shape) -> float:
+    """How far M x N x K lies from the centre of its bucket, in half octaves summed over M, N, K."""
+    return sum(abs(2 * math.log2(x) - half_octave(x)) for x in shape)
+
+
 def merge(path: Path, key: str | None, entries: dict) -> None:
     """Add `entries` (bucket -> record) to the file, under `key` (the GPU/driver/version key of the
-    tuning cache) or at the top (a shipped table: key None); records of the same bucket merge their
-    variants, newer times replacing older ones."""
+    tuning cache) or at the top (a shipped table: key None). Records of the same shape merge their
+    variants, newer times replacing older ones. A bucket holds one shape: of two shapes that fall in
+    it (1000^3 and 1024^3 both do), the one nearer the bucket's centre (off_centre) keeps it, the
+    newer on a tie, so what a bucket holds does not depend on the order shapes were tuned in."""
     path = Path(path)
     with _locked(path):
         data = _read(path) or {"format": FORMAT, "entries": {}}
@@ -137,7 +144,7 @@ def merge(path: Path, key: str | None, entries: dict) -> None:
             if isinstance(old, dict) and isinstance(old.get("us"), dict) and old.get("shape") == rec["shape"]:
                 old["us"].update(rec["us"])
                 old["baseline_us"] = rec.get("baseline_us", old.get("baseline_us"))
-            else:
+            elif not _valid(old) or off_centre(rec["shape"]) <= off_centre(old["shape"]):
                 target[bucket] = rec
         _write_atomic(path, data)
 

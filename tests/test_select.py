@@ -200,6 +200,19 @@ def test_tuning_cache_round_trips_and_ranks(tmp_path):
     assert rec["us"]["made_up_variant"] == 1.0 and rec["us"][loser] == 100.0
 
 
+def test_a_bucket_keeps_the_shape_nearest_its_centre_whatever_the_order(tmp_path):
+    """1000^3 and 1024^3 share a bucket; 1024^3 is its centre and keeps it, tuned first or last."""
+    p, *_ = problem(1024, 1024, 1024)
+    assert tuning.bucket_key("g", 1000, 1000, 1000) == tuning.bucket_key("g", 1024, 1024, 1024)
+    assert tuning.off_centre((1024, 1024, 1024)) == 0 < tuning.off_centre((1000, 1000, 1000))
+    for i, order in enumerate([((1024,) * 3, (1000,) * 3), ((1000,) * 3, (1024,) * 3)]):
+        path = tmp_path / f"t{i}.json"
+        for shape in order:
+            tuning.merge(path, "gpu", _entry(p, {"v": float(shape[0])}, shape))
+        (rec,) = json.loads(path.read_text())["entries"]["gpu"].values()
+        assert rec["shape"] == [1024, 1024, 1024] and rec["us"] == {"v": 1024.0}
+
+
 @pytest.mark.parametrize("text", ["{not json", "[]", json.dumps({"format": 99, "entries": {}}),
                                   json.dumps({"format": 1, "entries": {"k": {"x|y": {"us": 3}}}})])
 def test_corrupt_or_foreign_cache_is_ignored_then_replaced(tmp_path, text):
