@@ -188,6 +188,12 @@ __device__ __forceinline__ void stage_box_stmatrix(unsigned box, const float (&a
 // words in 32 banks), all boxes' first, then writes them, one 4-byte store per box where the pair is
 // 4-byte aligned in C (the whole row alike), two 2-byte stores where not: each store instruction
 // of a warp covers 128 contiguous bytes of C. Rows >= M and columns >= N are not written.
+// The 2-byte stores cost: at 4095x4097x1023 (every other row of C 2 bytes past a word) the kernel
+// takes about 67 us against 60 us at 4096x4096x1024 (H100). Tried (2026-11-23): writing those
+// rows as 4-byte words (2l + 1, 2l + 2) put together by warp shuffles or 2-byte shared loads; in
+// the storing warps' 40 registers (setmaxnreg) ptxas spilled 12-120 bytes, and the one measured
+// ran slower (cugemm.matmul 266.7% of cupy.matmul there, against 290-295% with this code); one row
+// per iteration instead of two (no spills) made the aligned 4096x4096x1024 73 us instead of 60.
 template <class T, int PANELS>
 __device__ __forceinline__ void store_staged_slab(T* __restrict__ c, int ldc, const char* slab, int row0,
                                                   int n0, int live, int M, int N, int w, int nw, int lane) {
