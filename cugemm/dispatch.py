@@ -418,7 +418,10 @@ def _execute(plan: select.Plan, a, b, out, check: bool = False) -> None:
         C, c = launch.describe(out, "out", v.name), out
     if check:
         launch.check_operands(v, A, B, C)
-    launch.launch(v, a, b, c, A, B, C, Mp, Np, Kp, dev)
+    # right after the relayout kernel: the GEMM may start beside its tail (cugemm/pdl.py;
+    # CUGEMM_PDL=0 launches it plainly)
+    pdl = stage.fn is not None and not stage.by_cupy and os.environ.get("CUGEMM_PDL", "1") != "0"
+    launch.launch(v, a, b, c, A, B, C, Mp, Np, Kp, dev, pdl=pdl)
     if plan.via_c:
         M, N = out.shape
         _copy(out, stage.view(2, mem)[:M, :N])

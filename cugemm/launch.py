@@ -266,10 +266,11 @@ def run(name, a, b, out=None):
 
 
 def launch(v: Variant, a, b, out, A: Operand, B: Operand, O: Operand, M: int, N: int, K: int,
-           dev: int | None = None):
+           dev: int | None = None, pdl: bool = False):
     """Launch `v` on operands already checked (check_operands) and described (A, B, O); `out` a
     cupy.ndarray; `dev` the current device when the caller knows it. The first launch on a device
-    checks the fit and loads the kernel."""
+    checks the fit and loads the kernel. pdl=True (and v.pdl): with programmatic dependent launch
+    (cugemm/pdl.py), for a kernel that follows cugemm.matmul's relayout in the stream."""
     import cupy
 
     if M == 0 or N == 0:
@@ -294,6 +295,13 @@ def launch(v: Variant, a, b, out, A: Operand, B: Operand, O: Operand, M: int, N:
         grid = grids[(M, N, K)] = v.grid(M, N, K, info)
     # CuPy arrays go as themselves (CuPy reads their pointers in C), others as raw addresses; a
     # strided variant gets raw addresses too (CuPy would pass a view's pointer the same way)
+    if pdl and v.pdl:
+        from . import pdl as pdl_
+
+        args = (np.uint64(A.ptr), np.uint64(B.ptr), np.uint64(O.ptr), np.int32(M), np.int32(N), np.int32(K))
+        pdl_.launch(fn.kernel.ptr, grid, v.block, v.smem_dynamic, cupy.cuda.get_current_stream().ptr,
+                    args + v.extra_args(A, B, O, M, N, K, raw=True))
+        return out
     args = (a if type(a) is cupy.ndarray else np.uint64(A.ptr),
             b if type(b) is cupy.ndarray else np.uint64(B.ptr),
             out, np.int32(M), np.int32(N), np.int32(K))

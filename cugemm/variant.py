@@ -74,6 +74,9 @@ class Variant:
     aliases     extra names that resolve to it
     doc         one line: what this rung adds
     spills      '' when it must compile with zero spill bytes; otherwise the documented reason
+    pdl         the kernel waits in griddepcontrol.wait before its first global access, so it may be
+                launched with programmatic dependent launch (cugemm/pdl.py) after cugemm.matmul's
+                relayout of its operands
     grid_fn     optional (variant, M, N, K, DeviceInfo) -> grid, for kernels that size or remap
                 their grid (persistent kernels, block swizzle); default (ceil(N/BN), ceil(M/BM), 1)
     args_fn     optional (variant, A, B, C, M, N, K) -> extra kernel arguments after
@@ -109,6 +112,7 @@ class Variant:
     aliases: tuple = ()
     doc: str = ""
     spills: str = ""
+    pdl: bool = False
     grid_fn: object = None
     args_fn: object = None
     dt_in: dtypes.DType = field(init=False, repr=False, compare=False)
@@ -183,8 +187,12 @@ class Variant:
         return tuple(-(-t * max(size, 1) // mult) * mult
                      for t, size, mult in zip((m_tiles, n_tiles, k_tiles), self.tile, self.multiple_of))
 
-    def extra_args(self, A, B, C, M: int, N: int, K: int) -> tuple:
-        return () if self.args_fn is None else tuple(self.args_fn(self, A, B, C, M, N, K))
+    def extra_args(self, A, B, C, M: int, N: int, K: int, raw: bool = False) -> tuple:
+        """The arguments after (a, b, c, M, N, K); raw=True (a pdl variant): TensorMaps themselves
+        instead of their CuPy CPointers."""
+        if self.args_fn is None:
+            return ()
+        return tuple(self.args_fn(self, A, B, C, M, N, K, raw=True) if raw else self.args_fn(self, A, B, C, M, N, K))
 
     # ---- rules ----------------------------------------------------------------------------
     def check_shape(self, M: int, N: int, K: int) -> None:

@@ -12,7 +12,8 @@ prints one line per profiled kernel: name, duration, DRAM / memory / SM throughp
 --dirty runs the bench's L2 flush (cugemm.bench.Timer.flush, a write over twice the L2) before each
 profiled launch, outside the profiled range: with `ncu --cache-control none` every kernel then
 starts from the L2 the bench leaves it (full of the flush's dirty lines) instead of the clean,
-invalidated one of ncu's default."""
+invalidated one of ncu's default. --define NAME=VALUE (repeatable) builds the kernels with that
+compile-time switch (scripts/define_probe.py lists them)."""
 import argparse
 import csv
 import sys
@@ -90,7 +91,13 @@ def main():
     p.add_argument("specs", nargs="*", help="DTYPE:MxNxK, DTYPE:MxNxK:NAME,... or stream:BYTES")
     p.add_argument("--summary", metavar="CSV", help="summarise an `ncu --csv --page details` file instead")
     p.add_argument("--dirty", action="store_true", help="the bench's L2 flush before each profiled launch")
+    p.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
+                   help="a compile-time switch of the kernels (repeatable)")
     args = p.parse_args()
+    if args.define:
+        from cugemm import jit
+
+        jit._BASE_OPTIONS = jit._BASE_OPTIONS + tuple(f"-D{d}" for d in args.define)
     if args.summary:
         _summary(args.summary)
     else:

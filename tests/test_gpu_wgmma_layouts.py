@@ -120,3 +120,25 @@ def test_tma_store_forms_refuse_a_ragged_n():
     a, b, _ = _inputs(v.dtype_in, 17, 23, 9)
     with pytest.raises(ValueError, match="N=23 is not a multiple of 8"):
         cugemm.run(v, _padded(a, "row"), _padded(b, "col"))
+
+
+# ANY_C's odd rows (a row of C 2 bytes past a word) are staged shifted by one element: the slab's
+# last column wraps to box 0, a live box's last column lies in the next box. N: a narrow edge whose
+# last live box ends the row (64, 320 = 256 + 64, 192), one column past it (257), odd and even row
+# strides; guard 8 puts C 16-byte aligned (rows alternate even, odd with an odd N), 9 2 bytes past.
+@pytest.mark.parametrize("guard", [8, 9])
+@pytest.mark.parametrize("N", [64, 192, 257, 320, 1023])
+def test_any_c_row_parities(N, guard):
+    v = cugemm.get_variant(f"{_P}_anyc_stage3")
+    M, K = 131, 40
+    a, b, ref = _inputs(v.dtype_in, M, N, K)
+    buf = testing.poisoned((M * N + 2 * guard,), v.dtype_out)
+    c = buf[guard:guard + M * N].reshape(M, N)
+    before = buf.view(cupy.uint16).copy()
+    assert cugemm.run(v, _padded(a, "row"), _padded(b, "row"), out=c) is c
+    cupy.cuda.get_current_stream().synchronize()
+    bits = buf.view(cupy.uint16)
+    assert bool((bits[:guard] == before[:guard]).all()) and bool((bits[guard + M * N:] == before[guard + M * N:]).all())
+    assert not bool(cupy.isnan(testing.to_float64(c)).any()), f"elements of C unwritten at N={N}, guard {guard}"
+    err, ok = accuracy.check(c, ref, v)
+    assert ok, f"N={N}, guard {guard}: rel err {err:.2e}"

@@ -315,8 +315,8 @@ def test_one_row_and_one_column_operands(fake_encode):
 
 @pytest.mark.parametrize("name", ["hgemm_wgmma_fast_acol", "hgemm_wgmma_fast_anyc_bcol_bf16"])
 def test_new_forms_are_hopper_kernels(name):
-    """The forms issue the narrow-edge wgmmas (n64 .. n256); ANY_C writes C with plain stores
-    (STG, 4 and 2 bytes) and no TMA store; the TMA-store forms keep UTMASTG."""
+    """The forms issue the narrow-edge wgmmas (n64 .. n256); ANY_C writes C with plain streaming
+    stores (STG.E.EF: st.global.cs, 4 and 2 bytes) and no TMA store; the TMA-store forms keep UTMASTG."""
     if toolkit.find_tool("cuobjdump") is None:
         pytest.skip("no cuobjdump on PATH, in the CUDA toolkit or in the nvidia-cuda-cuobjdump wheel")
     v = get_variant(name)
@@ -325,6 +325,6 @@ def test_new_forms_are_hopper_kernels(name):
         assert re.search(rf"\bHGMMA\.64x{n}x16\.F32", sass), f"no wgmma m64n{n} in the SASS"
     assert "UTMALDG.2D.MULTICAST" in sass and "USETMAXREG" in sass
     if v.param_dict["ANY_C"]:
-        assert "UTMASTG" not in sass and "STG.E.U16" in sass and re.search(r"\bSTG\.E\b", sass)
+        assert "UTMASTG" not in sass and "STG.E.EF.U16" in sass and re.search(r"\bSTG\.E\.EF\s", sass)
     else:
         assert "UTMASTG.2D" in sass

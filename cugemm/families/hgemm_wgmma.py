@@ -182,9 +182,10 @@ MAX_ARGS_CACHED = 256
 def cached_args(maps_fn):
     """An args_fn that remembers the tensor maps of each (variant, operands, shape): one dictionary
     look-up per launch in steady state. The entries hold the TensorMap objects themselves, so the
-    host bytes each CPointer argument points at stay alive while the entry does."""
+    host bytes each CPointer argument points at stay alive while the entry does. raw=True: the
+    TensorMaps themselves (cugemm/pdl.py passes their host bytes by address)."""
 
-    def args_fn(v, A, B, C, M, N, K):
+    def args_fn(v, A, B, C, M, N, K, raw=False):
         key = (v.name, A.ptr, B.ptr, C.ptr, M, N, K, A.strides, B.strides, C.strides)
         hit = _ARGS.get(key)
         if hit is None:
@@ -192,7 +193,7 @@ def cached_args(maps_fn):
             hit = _ARGS[key] = (maps, tuple(getattr(m, "arg", m) for m in maps))
             while len(_ARGS) > MAX_ARGS_CACHED:
                 _ARGS.popitem(last=False)
-        return hit[1]
+        return hit[1] if not raw else hit[0]
 
     args_fn.maps_fn = maps_fn
     return args_fn
@@ -345,7 +346,7 @@ def _persistent(name, *, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STORE=False
                    tile=(BM, BN, BK), block=(384, 1, 1), a_layout="col" if A_COL else "row",
                    b_layout="col" if B_COL else "row",
                    smem_dynamic=persistent_smem_bytes(BN, STAGES, TMA_STORE, ANY_C), cluster=(CLUSTER_M, 1, 1),
-                   grid_fn=persistent_grid, args_fn=cached_args(maps_persistent),
+                   grid_fn=persistent_grid, args_fn=cached_args(maps_persistent), pdl=True,
                    **_common(name, dtype, doc, **{"multiple_of": (1, 8, 8), **kw}))
 
 

@@ -75,8 +75,16 @@
 //     boxes in stage_panel's layout, 64 KB for both consumers, hence STAGES = 3) and goes straight
 //     on to the next tile; warps 1-3 of the producer warpgroup, idle until now, write the slab to C
 //     with bounded stores (store_staged_slab: a warp per slab row, 4-byte stores where the pair is
-//     4-byte aligned, 2-byte ones where not), overlapping the next mainloop as TMA stores do. Two named barriers per consumer (slab staged / slab read) with 128 + 96 threads. The last
-//     kernel argument is then C's row stride in elements instead of C's tensor map.
+//     4-byte aligned, 2-byte ones where not, streaming .cs), overlapping the next mainloop as TMA
+//     stores do. Two named barriers per consumer (slab staged / slab read) with 128 + 96 threads.
+//     The last kernel argument is then C's row stride in elements instead of C's tensor map.
+//   Programmatic dependent launch (every form): the producer thread waits in griddepcontrol.wait
+//     (grid_dependency_wait) before its first load, and no other role touches global memory before
+//     data it loaded, so cugemm.matmul launches this kernel with PDL right after the relayout of
+//     its operands (cugemm/pdl.py): its blocks start and set up beside the relayout's tail. H100,
+//     2026-11-23, cugemm.matmul fp16 with PDL / without (CUGEMM_PDL=0), % of cupy.matmul:
+//     4095x4097x1023 304.5-307.4 / 295.3 (79.1-79.2 / 81.7 us), 4095x4096x1023 376.6-379.4 / 364.0,
+//     1023x1025x4095 204.6-205.7 / 188.6, 4097x4095x1025 250.0-251.2 / 243.1.
 //
 //   BN = 192 (the _m64n192k16_ forms): 128 x 192 tiles, two m64n192k16 slabs (96 accumulators),
 //     4 stages beside the staging boxes. For shapes that both other widths quantise badly: 3072^3 is
@@ -196,6 +204,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {
       const unsigned long long b_policy = l2_policy_stream();  // B's L2 lines: evict_first
+      // Launched with PDL (cugemm.matmul, after the relayout of its operands): everything above ran
+      // beside the previous kernel; wait for it before the first read. The other roles touch global
+      // memory only through what this thread loads.
+      grid_dependency_wait();
       Ring<STAGES> ring;
       for (int k = 0, t; (t = walk.nth(k, edge_last)) < walk.count; ++k) {
         const TileCoord tc = cluster_tile(t);

@@ -39,7 +39,7 @@
 // (bench, same-run % of cupy.matmul, fp16 / bf16): 128x4096x4096 94.1 / 94.1 (split-K 79.6 / 78.9),
 // 64x11008x4096 92.4 / 104.2 (80.0 / 67.0), 64x14336x4096 94.9 / 93.9 (92.6 / 88.5). Those were
 // before B's copies carried the L2 hint evict_first (lib/core.cuh, l2_policy_stream); with it
-// (scripts/l2_hint_probe.py, fp16, hint on / off in one process): 64x4096x4096 101.4 / 90.5,
+// (scripts/define_probe.py, fp16, hint on / off in one process): 64x4096x4096 101.4 / 90.5,
 // 128x4096x4096 109.7 / 91.0, 64x11008x4096 106.1 / 93.8, 64x14336x4096 104.4 / 97.0.
 // Tried, each against the shipped choice in the run after it: clusters along N sharing A with 64 x 32
 // tiles, 84% of cupy.matmul at 64x4096x4096 against 92% without clusters (not profiled; a pair's

@@ -194,6 +194,17 @@ __device__ __forceinline__ void stage_box_stmatrix(unsigned box, const float (&a
 // the storing warps' 40 registers (setmaxnreg) ptxas spilled 12-120 bytes, and the one measured
 // ran slower (cugemm.matmul 266.7% of cupy.matmul there, against 290-295% with this code); one row
 // per iteration instead of two (no spills) made the aligned 4096x4096x1024 73 us instead of 60.
+// The stores are st.global.cs (streaming: C is not read again, its lines are the L2's first to go).
+// What the stores cost, the same kernel at 4095x4097x1023 (Nsight Compute after the bench's flush,
+// H100, 2026-11-23): 65.5-65.8 us as plain stores; 50.9 us with no stores at all, 59.6 us without
+// the odd rows', 63.6 us with those as one (misplaced) 4-byte store a word; with .cs 64.0 us,
+// .L1::no_allocate 64.1, .cg 65.2, .wt 65.6. Tried and slower: odd rows staged shifted by one
+// element (a warp shuffle a word in the consumers) and written as 4-byte words, 73.7 us (70.5 for
+// the same build's storing loop with the shift compiled out: the loop's extra instructions cost
+// more than the halved store count saves); each slab row staged at its C address's offset modulo
+// 16 and written as one 1-D bulk copy (cp.async.bulk, shared -> global) of its aligned interior
+// plus 2-byte stores for its ragged ends, 96.4 us (68.3 at 4096x4096x1024, against 57.2 for these
+// stores: 128 small bulk copies a tile are slower than the warps' stores).
 template <class T, int PANELS>
 __device__ __forceinline__ void store_staged_slab(T* __restrict__ c, int ldc, const char* slab, int row0,
                                                   int n0, int live, int M, int N, int w, int nw, int lane) {
@@ -214,10 +225,10 @@ __device__ __forceinline__ void store_staged_slab(T* __restrict__ c, int ldc, co
       const int n = col + 64 * p;
       if (p >= live) break;
       if (pairs && n + 1 < N) {
-        *reinterpret_cast<unsigned*>(dst + 64 * p) = v[p];
+        __stcs(reinterpret_cast<unsigned*>(dst + 64 * p), v[p]);
       } else {
-        if (n < N) *reinterpret_cast<unsigned short*>(dst + 64 * p) = static_cast<unsigned short>(v[p]);
-        if (n + 1 < N) *reinterpret_cast<unsigned short*>(dst + 64 * p + 1) = static_cast<unsigned short>(v[p] >> 16);
+        if (n < N) __stcs(reinterpret_cast<unsigned short*>(dst + 64 * p), static_cast<unsigned short>(v[p]));
+        if (n + 1 < N) __stcs(reinterpret_cast<unsigned short*>(dst + 64 * p + 1), static_cast<unsigned short>(v[p] >> 16));
       }
     }
   }

@@ -28,6 +28,24 @@ CUGEMM_DEVICE unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
+// ---- programmatic dependent launch (sm_90; PTX "griddepcontrol") -------------------------------
+// A kernel launched with the driver's programmatic-stream-serialization attribute (cugemm/pdl.py)
+// may start while the kernel before it in the stream still runs: grid_dependency_wait() blocks
+// until that kernel has completed and its memory writes are visible, so a kernel calls it before
+// its first access to global memory the previous kernel may touch. grid_launch_dependents() lets
+// the next such kernel start launching blocks (onto SMs as they free). No-ops below sm_90, and
+// when the launch carried no such attribute.
+CUGEMM_DEVICE void grid_dependency_wait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+CUGEMM_DEVICE void grid_launch_dependents() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 // ---- L2 eviction priority of a load (sm_80+; PTX "createpolicy", ".L2::cache_hint") --------------
 // A policy is an opaque 64-bit register that copies tagged .L2::cache_hint (cp.async, TMA) carry.
 // l2_policy_stream(): evict_first, for the operand a GEMM streams (B, the weight of x @ W): the L2
@@ -36,7 +54,7 @@ CUGEMM_DEVICE unsigned smem_addr(const void* p) {
 // dirty lines, the outputs of earlier kernels, each of which would cost a write-back to HBM in the
 // middle of this kernel's reads). The tiles that read the same B panel run at the same time (rows
 // of one cluster, bands of the grouped raster), so an evict_first line is read again within
-// microseconds or never. What it bought on an H100 is in scripts/l2_hint_probe.py's header.
+// microseconds or never. What it bought on an H100 is in scripts/define_probe.py's header.
 // CUGEMM_B_EVICT_FIRST=0 (a compile-time switch, default 1) builds it as evict_normal, what an
 // untagged load gets, for that probe to measure the difference.
 #ifndef CUGEMM_B_EVICT_FIRST

@@ -171,6 +171,7 @@ __global__ void __launch_bounds__(RELAYOUT_THREADS, RELAYOUT_BLOCKS_PER_SM)
     relayout(const RelayoutJobs jobs, const T* __restrict__ src_a, T* __restrict__ dst_a,
              const T* __restrict__ src_b, T* __restrict__ dst_b) {
   constexpr unsigned WARPS = RELAYOUT_THREADS / 32;
+  grid_launch_dependents();  // a GEMM launched with PDL may take each SM as its blocks here leave
   const unsigned lane = threadIdx.x % 32, stride = gridDim.x * WARPS;
   unsigned u = blockIdx.x * WARPS + threadIdx.x / 32;
   for (; u < jobs.a.units; u += stride) relayout_unit(jobs.a, src_a, dst_a, u, lane);

@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
-"""What the evict_first L2 hint on B (kernels/lib/core.cuh, l2_policy_stream) does to cugemm.matmul.
+"""What a compile-time switch of the kernels does to cugemm.matmul, measured in one process.
 
-The kernels are built once per pass in one process with -DCUGEMM_B_EVICT_FIRST=<mode>: 1 as shipped
-(the copies of B tagged evict_first), 0 evict_normal (the same as untagged). Each shape is benched (cugemm.bench.measure.bench_shape, cugemm.matmul
-alternating with cupy.matmul, checked against float64 first) once per pass; the default passes
-1, 0, 1 show a drift of the GPU's clock between passes as a difference between the two 1 columns.
+The kernels are built once per pass with -D<DEFINE>=<mode> and each shape is benched
+(cugemm.bench.measure.bench_shape, cugemm.matmul alternating with cupy.matmul, checked against
+float64 first) once per pass; passes 1, 0, 1 show a drift of the GPU's clock between passes as a
+difference between the two 1 columns. The switch (default 1, what ships):
+  CUGEMM_B_EVICT_FIRST (kernels/lib/core.cuh): 1 tags the copies of B evict_first in the L2, 0
+    evict_normal (the same as untagged).
+Any other -D switch of a kernel can be passed the same way (--define NAME); with --modes 1 and the
+default switch, the script is a plain same-process bench of cugemm.matmul on --shapes.
 
-    python scripts/l2_hint_probe.py [--dtype f16] [--shapes 64x4096x4096,...] [--modes 1,0,1] [--json PATH]
+    python scripts/define_probe.py [--define CUGEMM_B_EVICT_FIRST] [--dtype f16] [--shapes 64x4096x4096,...]
+                                   [--modes 1,0,1] [--json PATH]
 
-Measured (H100 80GB HBM3, 2026-11-23, fp16, % of cupy.matmul, passes 1 / 0 / 1, the L2 flushed
-before every repetition):
+CUGEMM_B_EVICT_FIRST, measured (H100 80GB HBM3, 2026-11-23, fp16, % of cupy.matmul, passes 1 / 0 / 1,
+the L2 flushed before every repetition):
     1x4096x4096 102.3 / 98.0 / 100.8       16x4096x4096 119.8 / 97.6 / 119.6
     64x4096x4096 101.4 / 90.5 / 101.5      128x4096x4096 109.7 / 91.0 / 110.0
     256x4096x4096 104.1 / 94.3 / 103.5     512x4096x4096 107.3 / 92.3 / 108.2
@@ -24,11 +29,11 @@ import argparse
 import json
 
 
-def _build(flag: int):
-    """Make every later kernel load compile with CUGEMM_B_EVICT_FIRST=flag."""
+def _build(define: str, flag: int):
+    """Make every later kernel load compile with -D<define>=flag."""
     from cugemm import jit, registry
 
-    jit._BASE_OPTIONS = ("-std=c++17", f"-DCUGEMM_B_EVICT_FIRST={flag}")
+    jit._BASE_OPTIONS = ("-std=c++17", f"-D{define}={flag}")
     jit._functions.clear()
     for v in registry.variants():
         getattr(v, "_launch", {}).clear()
@@ -41,14 +46,15 @@ def main():
     p.add_argument("--dtype", default="f16")
     p.add_argument("--shapes", default="1x4096x4096,16x4096x4096,64x4096x4096,128x4096x4096,256x4096x4096,"
                    "512x4096x4096,64x11008x4096,256x11008x4096,64x4096x11008,16x8192x8192,1024x1024x1024")
-    p.add_argument("--modes", default="1,0,1", help="CUGEMM_B_EVICT_FIRST values (0, 1), one pass each")
+    p.add_argument("--define", default="CUGEMM_B_EVICT_FIRST", help="the compile-time switch (a -D name)")
+    p.add_argument("--modes", default="1,0,1", help="the switch's values (0, 1), one pass each")
     p.add_argument("--json")
     args = p.parse_args()
     shapes = parse_shapes(args.shapes)
     results = {}
     modes = [int(x) for x in args.modes.split(",")]
     for i, flag in enumerate(modes):
-        _build(flag)
+        _build(args.define, flag)
         for M, N, K in shapes:
             row = bench_shape(M, N, K, args.dtype, chosen=[MATMUL])[-1]
             results.setdefault(f"{M}x{N}x{K}", []).append((flag, row.pct, row.ms * 1e3 if row.ms else None,
