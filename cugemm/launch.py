@@ -293,8 +293,6 @@ def launch(v: Variant, a, b, out, A: Operand, B: Operand, O: Operand, M: int, N:
         if len(grids) > 4096:  # a bounded memo of the shapes this variant ran on
             grids.clear()
         grid = grids[(M, N, K)] = v.grid(M, N, K, info)
-    # CuPy arrays go as themselves (CuPy reads their pointers in C), others as raw addresses; a
-    # strided variant gets raw addresses too (CuPy would pass a view's pointer the same way)
     if pdl and v.pdl:
         from . import pdl as pdl_
 
@@ -302,6 +300,8 @@ def launch(v: Variant, a, b, out, A: Operand, B: Operand, O: Operand, M: int, N:
         pdl_.launch(fn.kernel.ptr, grid, v.block, v.smem_dynamic, cupy.cuda.get_current_stream().ptr,
                     args + v.extra_args(A, B, O, M, N, K, raw=True))
         return out
+    # CuPy arrays go as themselves (CuPy reads their pointers in C), others as raw addresses; a
+    # strided variant gets raw addresses too (CuPy would pass a view's pointer the same way)
     args = (a if type(a) is cupy.ndarray else np.uint64(A.ptr),
             b if type(b) is cupy.ndarray else np.uint64(B.ptr),
             out, np.int32(M), np.int32(N), np.int32(K))

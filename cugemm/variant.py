@@ -192,7 +192,8 @@ class Variant:
         instead of their CuPy CPointers."""
         if self.args_fn is None:
             return ()
-        return tuple(self.args_fn(self, A, B, C, M, N, K, raw=True) if raw else self.args_fn(self, A, B, C, M, N, K))
+        kw = {"raw": True} if raw else {}  # only args_fns that pass tensor maps take raw
+        return tuple(self.args_fn(self, A, B, C, M, N, K, **kw))
 
     # ---- rules ----------------------------------------------------------------------------
     def check_shape(self, M: int, N: int, K: int) -> None:

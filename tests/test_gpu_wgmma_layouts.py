@@ -67,12 +67,12 @@ def _padded(x, layout):
     return buf[:, :rows].T
 
 
-def _output(v, M, N):
+def _output(v, M, N, guard=9):
     """(C view, its whole buffer, the mask of C's elements in the buffer). TMA-store forms: a row
-    stride padded to 16 bytes plus 16; ANY_C: dense rows of N elements starting 2 bytes into the
-    buffer (neither pointer nor row stride 16-byte aligned when N is odd), guard elements around."""
+    stride padded to 16 bytes plus 16; ANY_C: dense rows of N elements starting `guard` elements into
+    the buffer (9: 2 bytes past 16, so neither pointer nor row stride 16-byte aligned when N is odd),
+    guard elements around."""
     if v.param_dict["ANY_C"]:
-        guard = 9
         buf = testing.poisoned((M * N + 2 * guard,), v.dtype_out)
         c = buf[guard:guard + M * N].reshape(M, N)
         mask = cupy.zeros(buf.shape, dtype=bool)
@@ -122,23 +122,22 @@ def test_tma_store_forms_refuse_a_ragged_n():
         cugemm.run(v, _padded(a, "row"), _padded(b, "col"))
 
 
-# ANY_C's odd rows (a row of C 2 bytes past a word) are staged shifted by one element: the slab's
-# last column wraps to box 0, a live box's last column lies in the next box. N: a narrow edge whose
-# last live box ends the row (64, 320 = 256 + 64, 192), one column past it (257), odd and even row
-# strides; guard 8 puts C 16-byte aligned (rows alternate even, odd with an odd N), 9 2 bytes past.
+# ANY_C's row parities and narrow edges: rows of C that start 2 bytes past a 4-byte word ("odd":
+# every other row with an odd N) are written with 2-byte stores, the others with 4-byte ones, and
+# only the tile's live panels. N: a narrow edge whose last live panel ends the row (64, 192,
+# 320 = 256 + 64), one column past a tile (257), odd and even row strides; guard 8 puts C 16-byte
+# aligned (rows alternate even, odd with an odd N), guard 9 2 bytes past.
 @pytest.mark.parametrize("guard", [8, 9])
 @pytest.mark.parametrize("N", [64, 192, 257, 320, 1023])
 def test_any_c_row_parities(N, guard):
     v = cugemm.get_variant(f"{_P}_anyc_stage3")
     M, K = 131, 40
     a, b, ref = _inputs(v.dtype_in, M, N, K)
-    buf = testing.poisoned((M * N + 2 * guard,), v.dtype_out)
-    c = buf[guard:guard + M * N].reshape(M, N)
+    c, buf, mask = _output(v, M, N, guard)
     before = buf.view(cupy.uint16).copy()
     assert cugemm.run(v, _padded(a, "row"), _padded(b, "row"), out=c) is c
     cupy.cuda.get_current_stream().synchronize()
-    bits = buf.view(cupy.uint16)
-    assert bool((bits[:guard] == before[:guard]).all()) and bool((bits[guard + M * N:] == before[guard + M * N:]).all())
+    assert bool((buf.view(cupy.uint16)[~mask] == before[~mask]).all()), f"wrote outside C at N={N}, guard {guard}"
     assert not bool(cupy.isnan(testing.to_float64(c)).any()), f"elements of C unwritten at N={N}, guard {guard}"
     err, ok = accuracy.check(c, ref, v)
     assert ok, f"N={N}, guard {guard}: rel err {err:.2e}"
