@@ -20,7 +20,8 @@ from .dtypes import FLOAT32 as float32
 from .dtypes import TFLOAT32 as tfloat32
 from .jit import CompileError, CompileReport, compile_source
 from .launch import run
-from .dispatch import explain, matmul, tune
+from .serve import explain, matmul
+from .tuning import tune
 from .registry import get_variant, variants
 from .variant import Variant
 

@@ -131,7 +131,6 @@ def _layouts(text: str) -> tuple:
 
 
 def _tune(args) -> int:
-    from . import dispatch as mm
     from . import tuning
 
     shapes = _shapes(args)
@@ -143,7 +142,7 @@ def _tune(args) -> int:
 
     failed = 0
     for dt in args.dtype:
-        rows = mm.tune(shapes, dt, layouts=layouts, variants=args.variants, path=args.path, ship=args.ship,
+        rows = tuning.tune(shapes, dt, layouts=layouts, variants=args.variants, path=args.path, ship=args.ship,
                        log=log)
         for r in rows:
             if r["status"] != "ok":
@@ -158,15 +157,15 @@ def _tune(args) -> int:
 def _explain(args) -> int:
     import cugemm
 
-    from . import dispatch as mm
+    from . import serve, tuning
     from .launch import _cuda_device
 
     _cuda_device()
     (M, N, K), = __import__("cugemm.bench.measure", fromlist=["parse_shapes"]).parse_shapes(args.shape)
     dt = cugemm.dtypes.get(args.dtype)
     tf32 = dt.name == "tfloat32"
-    a, b = mm._operands("float32" if tf32 else dt.name, M, N, K, *_layouts(args.layouts))
-    print(mm.explain(a, b, allow_tf32=tf32))
+    a, b = tuning.random_operands("float32" if tf32 else dt.name, M, N, K, *_layouts(args.layouts))
+    print(serve.explain(a, b, allow_tf32=tf32))
     return 0
 
 

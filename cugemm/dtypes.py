@@ -107,3 +107,12 @@ def of_typestr(typestr: str, hint=None) -> DType | None:
     if d.kind == "V" and d.itemsize == 2:
         return BFLOAT16 if hint is not None and str(hint).endswith("bfloat16") else None
     return from_numpy(d)
+
+
+_FROM_TORCH = {"torch.float32": FLOAT32, "torch.float16": FLOAT16, "torch.bfloat16": BFLOAT16}
+
+
+def from_torch(d) -> DType | None:
+    """The DType of a torch dtype (torch.float16, ...), or None for one cugemm has no kernels for;
+    read from its name, so this needs no torch import."""
+    return _FROM_TORCH.get(str(d))

@@ -33,12 +33,13 @@ class LaunchConfig(ctypes.Structure):
                 ("attrs", ctypes.POINTER(LaunchAttribute)), ("numAttrs", ctypes.c_uint)]
 
 
-_attr = LaunchAttribute(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
-_attr.value[0] = 1  # programmaticStreamSerializationAllowed
+PDL_ATTRIBUTE = LaunchAttribute(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+PDL_ATTRIBUTE.value[0] = 1  # programmaticStreamSerializationAllowed
 _launch_ex = None
 
 
-def _driver_launch():
+def driver_launch():
+    """cuLaunchKernelEx from libcuda (loaded once), with its argument types declared."""
     global _launch_ex
     if _launch_ex is None:
         fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
@@ -67,7 +68,7 @@ def launch(function_ptr: int, grid, block, shared_mem: int, stream_ptr: int, arg
     them. RuntimeError with the driver's error code when it refuses."""
     objs = [param(x) for x in args]
     ptrs = (ctypes.c_void_p * len(objs))(*[o if isinstance(o, int) else ctypes.addressof(o) for o in objs])
-    cfg = LaunchConfig(*grid, *block, shared_mem, stream_ptr, ctypes.pointer(_attr), 1)
-    err = _driver_launch()(ctypes.byref(cfg), function_ptr, ptrs, None)
+    cfg = LaunchConfig(*grid, *block, shared_mem, stream_ptr, ctypes.pointer(PDL_ATTRIBUTE), 1)
+    err = driver_launch()(ctypes.byref(cfg), function_ptr, ptrs, None)
     if err:
         raise RuntimeError(f"cugemm.pdl: cuLaunchKernelEx failed with CUresult {err}")

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 from . import arch as _arch
 from . import dtypes
+from .device import Device
+from .operand import Layout, fits
 from .registry import variants as _variants
 from .variant import Variant
 
@@ -50,8 +52,11 @@ FALLBACK: dict[str, tuple] = {
         ("hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3*", 590.0, "persistent"),  # any C
         ("hgemm_wgmma_m64n256k16_bt_persistent_stage4", 630.0, "persistent"),
         ("hgemm_wgmma_m64n192k16_persistent_cluster2_tma_store_stage4", 610.0, "persistent"),
+        ("hgemm_wgmma_m64n192k16_persistent_cluster2_tma_store_stage4_bcol", 610.0, "persistent"),  # x @ W.T
         ("hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6", 600.0, "persistent"),
+        ("hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6_bcol", 600.0, "persistent"),  # x @ W.T
         ("hgemm_wgmma_m64n64k16_persistent_cluster2_tma_store_stage8", 520.0, "persistent"),
+        ("hgemm_wgmma_m64n64k16_persistent_cluster2_tma_store_stage8_bcol", 520.0, "persistent"),  # x @ W.T
         ("hgemm_wgmma_m64n128k16_persistent_cluster2_anyc_stage6", 570.0, "persistent"),  # any C
         ("hgemm_mma_m16n8k16_*_ws*edge", 450.0, "tiles"),
         ("hgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge", 390.0, "tiles"),
@@ -115,58 +120,14 @@ def fallback_row(v: Variant, dtype: dtypes.DType, allow_tf32: bool):
 
 # ---- problems -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class OperandInfo:
-    """How one 2-D operand lies in memory: layout 'row' (rows contiguous), 'col' (columns
-    contiguous) or '' (neither: it must be copied), its leading dimension in elements (the stride
-    between rows of a 'row' operand, between columns of a 'col' one), and the largest power of two
-    up to 16 that divides its pointer and leading dimension in bytes."""
-
-    layout: str
-    ld: int
-    align: int
-
-
-def operand_info(shape, strides, itemsize: int, ptr: int) -> OperandInfo:
-    """OperandInfo of a 2-D array of `shape` with `strides` in bytes. A dimension of extent 1 may
-    have any stride (CuPy and torch report various ones); a single row or column is dense."""
-    rows, cols = shape
-    s0, s1 = strides
-    if cols <= 1 or s1 == itemsize:
-        layout, span, lines, ld_bytes = "row", cols, rows, s0
-    elif rows <= 1 or s0 == itemsize:
-        layout, span, lines, ld_bytes = "col", rows, cols, s1
-    else:
-        layout, span, lines, ld_bytes = "", 0, 0, 0
-    if lines <= 1:
-        ld_bytes = span * itemsize
-    if layout and (ld_bytes < span * itemsize or ld_bytes % itemsize):
-        layout, ld_bytes = "", 0
-    align = 16
-    while align > itemsize and (ptr % align or ld_bytes % align):
-        align //= 2
-    return OperandInfo(layout, ld_bytes // itemsize, align)
-
-
-@dataclass(frozen=True)
-class Device:
-    """What selection needs of a GPU: compute capability, SMs, opt-in shared memory per block,
-    and its name (the tables are keyed by it)."""
-
-    cc: int
-    sms: int
-    smem_optin: int
-    name: str = ""
-
-
-@dataclass(frozen=True)
 class Problem:
     M: int
     N: int
     K: int
     dtype: dtypes.DType
-    a: OperandInfo
-    b: OperandInfo
-    c: OperandInfo
+    a: Layout
+    b: Layout
+    c: Layout
     device: Device
     allow_tf32: bool = False
 
@@ -182,15 +143,6 @@ def _span(layout: str, rows: int, cols: int) -> int:
 
 def _round_up(x: int, m: int) -> int:
     return -(-x // m) * m
-
-
-def _fits(v: Variant, op: OperandInfo, layout: str, rows: int, cols: int, align: int) -> bool:
-    """Whether the kernel can read (write) this operand where it lies: launch._layout_rule's rules
-    plus the pointer alignment, from an OperandInfo."""
-    if op.layout != layout or op.align < align:
-        return False
-    span, lines = (cols, rows) if layout == "row" else (rows, cols)
-    return lines <= 1 or op.ld == span or (v.strided and op.ld >= span)
 
 
 # ---- plans ----------------------------------------------------------------------------------------
@@ -273,16 +225,16 @@ def make_plan(v: Variant, p: Problem) -> tuple[Plan | None, str]:
     elem_align = max(1, v.align // size)
     plan = Plan(v, dims=dims)
     # A (M x K)
-    if pad and (Mp != M or Kp != K) or not _fits(v, p.a, v.a_layout, M, K, v.align):
+    if pad and (Mp != M or Kp != K) or not fits(p.a, v.a_layout, M, K, size, v.strided, v.align):
         plan.copy_a = v.a_layout
         span = _span(v.a_layout, Mp, Kp)
         plan.ld_a = _round_up(span, elem_align) if v.strided else span
-    if pad and (Kp != K or Np != N) or not _fits(v, p.b, v.b_layout, K, N, v.align):
+    if pad and (Kp != K or Np != N) or not fits(p.b, v.b_layout, K, N, size, v.strided, v.align):
         plan.copy_b = v.b_layout
         span = _span(v.b_layout, Kp, Np)
         plan.ld_b = _round_up(span, elem_align) if v.strided else span
     c_elem_align = max(1, v.c_align // size)
-    if pad and (Mp != M or Np != N) or not _fits(v, p.c, "row", M, N, v.c_align):
+    if pad and (Mp != M or Np != N) or not fits(p.c, "row", M, N, size, v.strided, v.c_align):
         plan.via_c = True
         plan.ld_c = _round_up(Np, c_elem_align) if v.strided else Np
     if not v.strided:

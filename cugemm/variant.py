@@ -9,10 +9,9 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import NamedTuple
-
 from . import arch as _arch
 from . import dtypes
+from .device import Device
 
 INT32_MAX = 2**31 - 1
 GRID_YZ_MAX = 65535
@@ -25,14 +24,6 @@ def _render(value) -> str:
     if isinstance(value, str):
         return value
     return str(int(value))
-
-
-class DeviceInfo(NamedTuple):
-    """What a grid function may ask of the GPU: compute capability, SM count, opt-in shared memory."""
-
-    cc: int
-    sms: int
-    smem_optin: int
 
 
 @dataclass(frozen=True)
@@ -77,11 +68,14 @@ class Variant:
     pdl         the kernel waits in griddepcontrol.wait before its first global access, so it may be
                 launched with programmatic dependent launch (cugemm/pdl.py) after cugemm.matmul's
                 relayout of its operands
-    grid_fn     optional (variant, M, N, K, DeviceInfo) -> grid, for kernels that size or remap
+    grid_fn     optional (variant, M, N, K, cugemm.device.Device) -> grid, for kernels that size or remap
                 their grid (persistent kernels, block swizzle); default (ceil(N/BN), ceil(M/BM), 1)
     args_fn     optional (variant, A, B, C, M, N, K) -> extra kernel arguments after
                 (a, b, c, M, N, K); A, B, C are launch.Operand records (pointer, shape, strides,
-                dtype), e.g. for TMA descriptors or a swizzle stride
+                dtype), e.g. for TMA descriptors or a swizzle stride; with workspace_fn it also gets
+                work= (a cugemm.workspace.Work: the addresses of its scratch memory) and dev=
+    workspace_fn  optional (variant, M, N, K, Device) -> cugemm.workspace.Need: the fp32 partials and
+                zeroed counters a launch needs (split-K); the launcher provides them (cugemm/workspace.py)
     """
 
     name: str
@@ -115,6 +109,7 @@ class Variant:
     pdl: bool = False
     grid_fn: object = None
     args_fn: object = None
+    workspace_fn: object = None
     dt_in: dtypes.DType = field(init=False, repr=False, compare=False)
     dt_out: dtypes.DType = field(init=False, repr=False, compare=False)
     name_expression: str = field(init=False, repr=False, compare=False)
@@ -172,8 +167,8 @@ class Variant:
     def any_shape(self) -> bool:
         return self.multiple_of == (1, 1, 1)
 
-    def grid(self, M: int, N: int, K: int = 0, dev: DeviceInfo | None = None) -> tuple:
-        if self.grid_fn is not None:
+    def grid(self, M: int, N: int, K: int = 0, dev: Device | None = None) -> tuple:
+        if self.grid_fn is not None:  # a grid_fn needing the GPU asks cugemm.device when dev is None
             g = tuple(self.grid_fn(self, M, N, K, dev))
         else:
             bm, bn = self.tile[0], self.tile[1]
@@ -187,12 +182,15 @@ class Variant:
         return tuple(-(-t * max(size, 1) // mult) * mult
                      for t, size, mult in zip((m_tiles, n_tiles, k_tiles), self.tile, self.multiple_of))
 
-    def extra_args(self, A, B, C, M: int, N: int, K: int, raw: bool = False) -> tuple:
-        """The arguments after (a, b, c, M, N, K); raw=True (a pdl variant): TensorMaps themselves
-        instead of their CuPy CPointers."""
+    def extra_args(self, A, B, C, M: int, N: int, K: int, raw: bool = False, work=None, dev=None) -> tuple:
+        """The arguments after (a, b, c, M, N, K); raw=True: TensorMaps themselves instead of their
+        CuPy CPointers (a raw driver launch passes their host bytes). A variant with a workspace_fn
+        needs `work` (its scratch addresses) and `dev`."""
         if self.args_fn is None:
             return ()
         kw = {"raw": True} if raw else {}  # only args_fns that pass tensor maps take raw
+        if self.workspace_fn is not None:
+            kw.update(work=work, dev=dev)
         return tuple(self.args_fn(self, A, B, C, M, N, K, **kw))
 
     # ---- rules ----------------------------------------------------------------------------

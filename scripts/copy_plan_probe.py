@@ -60,7 +60,7 @@ def probe(shape: str, dtype: str) -> None:
     import cupy
 
     import cugemm
-    from cugemm import dispatch, launch, testing
+    from cugemm import launch, operand, relayout, testing
 
     M, N, K = map(int, shape.lower().split("x"))
     a, b = testing.random_operands(dtype, M, N, K)
@@ -75,18 +75,18 @@ def probe(shape: str, dtype: str) -> None:
           f"(target <= 0.33)")
     dev = cupy.cuda.runtime.getDevice()
     if plan.copy_a or plan.copy_b:
-        stage = dispatch._copy_stage(plan, a, b, dev)
+        stage = relayout.stage_for(plan, operand.describe(a, 'A', 'probe'), operand.describe(b, 'B', 'probe'), dev)
         mem = cupy.cuda.alloc(stage.nbytes)
         ca, cb = (a if plan.copy_a else None), (b if plan.copy_b else None)
-        t_copy = event_us(lambda: stage.copy(ca, cb, mem))
+        t_copy = event_us(lambda: stage.copy_cupy(ca, cb, mem))
         moved = 0
         for x, job in ((ca, stage.jobs[0]["a"]), (cb, stage.jobs[0]["b"])):
             if x is not None:
                 moved += x.size * x.itemsize + int(job["rows_p"]) * int(job["chunks"]) * 16
         how = "kernel" if stage.fn is not None else "CuPy"
         print(f"  copy (one {how} launch, grid {stage.grid}, by kernel {stage.by_kernel}, by CuPy "
-              f"{stage.by_cupy}) {t_copy:8.1f} us   {moved / t_copy / 1e3:7.1f} GB/s")
-    a2, b2 = dispatch._copies(plan, a, b)
+              f"{stage.by_array}) {t_copy:8.1f} us   {moved / t_copy / 1e3:7.1f} GB/s")
+    a2, b2 = relayout.copies_cupy(plan, a, b)
     out = cupy.empty((M, N), dtype=a.dtype)
     c = cupy.empty((Mp, plan.ld_c), dtype=a.dtype)[:, :Np] if plan.via_c else out
     A, B, C = (launch.describe(x, w, v.name) for x, w in ((a2, "A"), (b2, "B"), (c, "out")))

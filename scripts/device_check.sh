@@ -13,9 +13,15 @@
 #   mma       issue 11: the GPU tests of the mma.sync family (MMA_TESTS, a pytest -k expression), then
 #             its top rungs (MMA_VARIANTS) beside cupy.matmul at 4096x4096x1024, 4096^3 and 8192^3
 #             in f16 and bf16, JSON to results/mma_<dtype>.json
+#   serving   issue 22: the torch/serving GPU tests (test_gpu_torch, test_gpu_serve, test_gpu_matmul,
+#             those present), scripts/serving_bench.py (host time per call vs torch.matmul, kernel-time
+#             ratios over the judge shapes) and scripts/torch_model_bench.py if present; JSON to
+#             results/serving.json and results/torch_model.json. Not in the default list: name it
 #   tune      python -m cugemm tune over the same sets, written as the shipped table
 #             ($OUT/h100.json: copy it to cugemm/tables/ to ship it)
-# Usage (repo root, on the device): bash scripts/device_check.sh [phase ...]   (default: all phases)
+# Usage (repo root, on the device): bash scripts/device_check.sh [phase ...]
+#   (default: tests sanitize bench big sweeps repeat peak matmul; mma, tune and serving only when named,
+#   e.g. `bash scripts/device_check.sh serving`)
 # Logs, result JSON and plots are collected in one archive, $OUT/device_logs.tgz (or
 # ./device-out/device_logs.tgz), and summarised on stdout. Exit status 1 if a test, a sanitizer, a
 # bench (a wrong result included) or a sweep failed.
@@ -165,6 +171,29 @@ for r in rows:
 PY
   done
   cp results/mma_*.json "$out/" 2>/dev/null
+fi
+
+if has serving; then
+  step "serving (issue 22): GPU tests, serving bench, model bench"
+  files=()
+  for f in tests/test_gpu_torch.py tests/test_gpu_serve.py tests/test_gpu_matmul.py; do
+    [ -f "$f" ] && files+=("$f")
+  done
+  if [ ${#files[@]} -gt 0 ]; then
+    python3 -m pytest -q -m gpu -p no:cacheprovider "${files[@]}" > "$out/pytest_serving.txt" 2>&1
+    [ $? -eq 0 ] || status=1
+    grep -E "FAILED|ERROR" "$out/pytest_serving.txt" | head -20; tail -1 "$out/pytest_serving.txt"
+  fi
+  python3 scripts/serving_bench.py --json "$out/serving.json" 2>&1 | tee "$out/serving.txt"
+  rc=${PIPESTATUS[0]}; [ "$rc" -eq 0 ] || { echo "serving_bench: exit $rc"; status=1; }
+  [ -f "$out/serving.json" ] && cp "$out/serving.json" results/serving.json
+  if [ -f scripts/torch_model_bench.py ]; then
+    python3 scripts/torch_model_bench.py --json "$out/model.json" 2>&1 | tee "$out/model.txt"
+    rc=${PIPESTATUS[0]}; [ "$rc" -eq 0 ] || { echo "torch_model_bench: exit $rc"; status=1; }
+    [ -f "$out/model.json" ] && cp "$out/model.json" results/torch_model.json
+  else
+    echo "scripts/torch_model_bench.py absent: model bench skipped"
+  fi
 fi
 
 if has peak; then

@@ -264,10 +264,10 @@ COPY_CASES = [
 
 @pytest.mark.parametrize("case", COPY_CASES, ids=lambda c: c[0])
 def test_fused_copy_is_bit_for_bit(case):
-    """dispatch's copy stage (both copies in one relayout launch) against a CuPy copy of the same
+    """cugemm.relayout's copy stage (both copies in one relayout launch) against a CuPy copy of the same
     bits: odd shapes, one operand or both, transposed / misaligned / strided / reversed sources,
     copies into a column-major layout, zero padding, 16- and 32-bit elements."""
-    from cugemm import dispatch, select
+    from cugemm import operand, relayout, select
 
     _, dtype, (M, N, K), ka, la, kb, lb, padded = case
     Mp, Np, Kp = padded or (M, N, K)
@@ -277,9 +277,10 @@ def test_fused_copy_is_bit_for_bit(case):
     ld_b = _round(Np if lb == "row" else Kp, vec) if lb else 0
     v = next(v for v in cugemm.variants() if v.dtype_in == dtype)
     plan = select.Plan(v, copy_a=la, copy_b=lb, ld_a=ld_a, ld_b=ld_b, dims=(Mp, Np, Kp))
-    stage = dispatch._copy_stage(plan, a, b, cupy.cuda.runtime.getDevice())
-    assert stage.by_kernel == (bool(la), bool(lb)) and not stage.by_cupy and stage.fn is not None
-    a2, b2 = dispatch._copies(plan, a, b)
+    stage = relayout.stage_for(plan, operand.describe(a, 'A', 't'), operand.describe(b, 'B', 't'),
+                                cupy.cuda.runtime.getDevice())
+    assert stage.by_kernel == (bool(la), bool(lb)) and not stage.by_array and stage.fn is not None
+    a2, b2 = relayout.copies_cupy(plan, a, b)
     if la:
         _check_copy(a, a2, la, ld_a, (Mp, Kp))
     else:
@@ -293,39 +294,41 @@ def test_fused_copy_is_bit_for_bit(case):
 def test_copy_rows_not_16_byte_writable_fall_back_to_cupy():
     """A destination whose rows are not a multiple of 16 bytes (fp32 ld 1023) is CuPy's copy; the
     other operand of the same plan still goes through the kernel."""
-    from cugemm import dispatch, select
+    from cugemm import operand, relayout, select
 
     a, b = _source("float32", (300, 1023), "offset"), _source("float32", (1023, 129), "row")
     v = next(v for v in cugemm.variants() if v.dtype_in == "float32")
     plan = select.Plan(v, copy_a="row", copy_b="row", ld_a=1023, ld_b=132, dims=(300, 129, 1023))
-    stage = dispatch._copy_stage(plan, a, b, cupy.cuda.runtime.getDevice())
-    assert stage.by_kernel == (False, True) and stage.by_cupy == (0,)
-    a2, b2 = dispatch._copies(plan, a, b)
+    stage = relayout.stage_for(plan, operand.describe(a, 'A', 't'), operand.describe(b, 'B', 't'),
+                                cupy.cuda.runtime.getDevice())
+    assert stage.by_kernel == (False, True) and stage.by_array == (0,)
+    a2, b2 = relayout.copies_cupy(plan, a, b)
     _check_copy(a, a2, "row", 1023, (300, 1023))
     _check_copy(b, b2, "row", 132, (1023, 129))
 
 
 def test_single_relayout_matches_cupy():
-    from cugemm import dispatch
+    from cugemm import operand, relayout
 
     x = _source("float16", (777, 1001), "offset")
-    _check_copy(x, dispatch._relayout(x, "row", 1008, (780, 1001)), "row", 1008, (780, 1001))
-    _check_copy(x, dispatch._relayout(x, "col", 784, (777, 1004)), "col", 784, (777, 1004))
+    _check_copy(x, relayout.relayout_cupy(x, "row", 1008, (780, 1001)), "row", 1008, (780, 1001))
+    _check_copy(x, relayout.relayout_cupy(x, "col", 784, (777, 1004)), "col", 784, (777, 1004))
 
 
 def test_copy_plan_of_the_issue_shape_is_one_launch_and_exact():
     """4095x4097x1023 fp16 through matmul: both operands copied by the kernel in one launch, and the
     product (first call, then the planned path with the cached copy stage) bit for bit what the
     chosen kernel gives on copies the user padded himself with CuPy."""
-    from cugemm import dispatch
+    from cugemm import operand, relayout
 
     M, N, K = 4095, 4097, 1023
     a, b = _random("float16", (M, K)), _random("float16", (K, N))
     plan = cugemm.explain(a, b).plan
     assert plan.copy_a and plan.copy_b
     c1, c2 = cugemm.matmul(a, b), cugemm.matmul(a, b)
-    stage = dispatch._copy_stage(plan, a, b, cupy.cuda.runtime.getDevice())
-    assert stage.by_kernel == (True, True) and not stage.by_cupy
+    stage = relayout.stage_for(plan, operand.describe(a, 'A', 't'), operand.describe(b, 'B', 't'),
+                                cupy.cuda.runtime.getDevice())
+    assert stage.by_kernel == (True, True) and not stage.by_array
     Mp, Np, Kp = plan.dims
     ap = cupy.zeros((Mp, plan.ld_a) if plan.copy_a == "row" else (Kp, plan.ld_a), dtype=a.dtype)
     bp = cupy.zeros((Kp, plan.ld_b) if plan.copy_b == "row" else (Np, plan.ld_b), dtype=b.dtype)

@@ -64,19 +64,20 @@ def test_matches_float64_reference(v, shape):
 @pytest.mark.parametrize("v", FAMILY, ids=lambda v: v.name)
 def test_split_k_is_deterministic_and_leaves_counters_zero(v):
     cupy = pytest.importorskip("cupy")
-    from cugemm.launch import device_info
+    from cugemm import device, workspace
 
     M, N, K = min(v.max_m, 13), 4096, 8192
     dev = cupy.cuda.runtime.getDevice()
-    assert hgemm_skinny.plan(v, M, N, K, device_info(dev))[1] > 1, "the case must split K"
+    assert hgemm_skinny.plan(v, M, N, K, device.get(dev))[1] > 1, "the case must split K"
     a, b = operands(v, M, N, K)
     first = cugemm.run(v, a, b)
     for _ in range(3):
         again = cugemm.run(v, a, b)
         assert bool((again.view(cupy.uint16) == first.view(cupy.uint16)).all())
     cupy.cuda.get_current_stream().synchronize()
-    _, counters = hgemm_skinny._ARGS[(v.name, M, N, K, dev, cupy.cuda.get_current_stream().ptr)]
-    assert int(counters.max()) == 0
+    buf, need = workspace.held_buffer("cupy", dev, cupy.cuda.get_current_stream().ptr)
+    assert need.counters >= hgemm_skinny.workspace_need(v, M, N, K, device.get(dev)).counters
+    assert int(buf[:4 * need.counters].view(cupy.uint32).max()) == 0
     assert accuracy.check(first, accuracy.reference(a, b), v)[1]
 
 
@@ -122,7 +123,7 @@ def _bench(argv):
     from cugemm import jit
     from cugemm.bench.measure import parse_shapes
     from cugemm.bench.timing import Timer
-    from cugemm.launch import device_info
+    from cugemm import device
 
     p = argparse.ArgumentParser()
     p.add_argument("shapes", help="MxNxK,... or 'llm' (M 1..64 against the LLM N x K)")
@@ -150,7 +151,7 @@ def _bench(argv):
             t, tb = timer.measure_pair(lambda: cugemm.run(v, a, bv, out=out),
                                        lambda: cupy.matmul(a, bv, out=base_out), nbytes)
             fn = jit.get_function(v)
-            grid = v.grid(M, N, K, device_info(dev))
+            grid = v.grid(M, N, K, device.get(dev))
             kargs = (a, bv, out, np.int32(M), np.int32(N), np.int32(K)) + tuple(v.extra_args(None, None, None, M, N, K))
             reps = 10
             s0, e0 = cupy.cuda.Event(), cupy.cuda.Event()

@@ -1,5 +1,6 @@
 """GPU correctness of the top Hopper rung's issue-13 forms (cugemm/families/hgemm_wgmma.py): every
-operand layout read without a copy (A column-major, B column-major, both), any M, N, K with padded
+operand layout read without a copy (A column-major, B column-major, both; B column-major also with
+rung 7's 128x64, 128x128 and 128x192 tiles), any M, N, K with padded
 leading dimensions (the padding poisoned with NaN: TMA must not read it), and the ANY_C epilogue
 writing a C that is only 2-byte aligned with an odd row stride. C starts NaN-poisoned; what lies
 around it in its buffer (row padding, guard elements) must come back untouched. Tolerances:
@@ -34,7 +35,21 @@ def _cases(bf: str, shapes) -> list:
     return out
 
 
-CASES = _cases("", SHAPES) + _cases("_bf16", SMALL)
+# Rung 7's narrower tiles read x @ W.T's W where it lies (_tile_forms' _bcol forms): 128x64 (one B panel,
+# multicast by block 0 of the cluster), 128x128 and 128x192 (an odd panel count: alternating staging boxes).
+# (1000, 776, 520): a mid size with partial last tile columns at every width (776 = 12.1 x 64, 6.1 x 128,
+# 4.04 x 192) and a partial last tile row.
+NARROW_BCOL = [f"hgemm_wgmma_m64n{bn}k16_persistent_cluster2_tma_store_stage{stages}_bcol"
+               for bn, stages in ((64, 8), (128, 6), (192, 4))]
+NARROW_SHAPES = SHAPES + [(1000, 776, 520)]
+
+
+def _narrow_cases(bf: str, shapes) -> list:
+    return [(name + bf, s) for s in map(_tma_shape, shapes) for name in NARROW_BCOL]
+
+
+CASES = (_cases("", SHAPES) + _cases("_bf16", SMALL) + _narrow_cases("", NARROW_SHAPES)
+         + _narrow_cases("_bf16", SMALL + NARROW_SHAPES[-1:]))
 
 _values: dict = {}
 
@@ -102,7 +117,8 @@ def test_form_matches_float64_reference(name, shape):
     assert ok, f"{name} {shape}: rel err {err:.2e} over {accuracy.tolerance(v.math_dtype, v.dtype_acc)}"
 
 
-@pytest.mark.parametrize("name", [f"{_P}_tma_store_stage4_acol_bcol", f"{_P}_anyc_stage3_bcol"])
+@pytest.mark.parametrize("name", [f"{_P}_tma_store_stage4_acol_bcol", f"{_P}_anyc_stage3_bcol", *NARROW_BCOL,
+                                  NARROW_BCOL[0] + "_bf16"])
 def test_dense_transposed_views(name):
     """The no-copy case itself: a.T and W.T of dense row-major arrays, an aligned dense C."""
     v = cugemm.get_variant(name)
@@ -114,9 +130,10 @@ def test_dense_transposed_views(name):
     assert accuracy.check(c, ref, v)[1]
 
 
-def test_tma_store_forms_refuse_a_ragged_n():
+@pytest.mark.parametrize("name", [f"{_P}_tma_store_stage4_bcol", *NARROW_BCOL])
+def test_tma_store_forms_refuse_a_ragged_n(name):
     """N % 8 != 0 is ANY_C's: a TMA-store form refuses it before launch."""
-    v = cugemm.get_variant(f"{_P}_tma_store_stage4_bcol")
+    v = cugemm.get_variant(name)
     a, b, _ = _inputs(v.dtype_in, 17, 23, 9)
     with pytest.raises(ValueError, match="N=23 is not a multiple of 8"):
         cugemm.run(v, _padded(a, "row"), _padded(b, "col"))

@@ -148,10 +148,10 @@ def test_archs_fit_shared_memory():
 def test_launch_shape_hooks():
     """grid_fn sees the device (persistent kernels size their grid by SM count), clusters round the
     grid up to whole clusters, args_fn sees the operands."""
-    from cugemm.variant import DeviceInfo
+    from cugemm.device import Device
 
     v = get_variant("sgemm_warp_tile")
-    dev = DeviceInfo(cc=90, sms=132, smem_optin=227 * 1024)
+    dev = Device(cc=90, sms=132, smem_optin=227 * 1024)
     assert v.grid(1000, 1000, 64, dev) == (-(-1000 // v.tile[1]), -(-1000 // v.tile[0]), 1)
     persistent = dataclasses.replace(v, name="p", grid_fn=lambda v, M, N, K, dev: (dev.sms, 1, 1))
     assert persistent.grid(4096, 4096, 4096, dev) == (132, 1, 1)

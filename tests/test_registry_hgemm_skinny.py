@@ -8,15 +8,15 @@ import re
 
 import pytest
 
-from cugemm import jit, launch
+from cugemm import jit, launch, operand
 from cugemm.arch import archs_for_smem
 from cugemm.families import hgemm_skinny
 from cugemm.registry import get_variant, variants
-from cugemm.variant import DeviceInfo
+from cugemm.device import Device
 
 FAMILY = variants(family="hgemm_skinny")
-H100 = DeviceInfo(90, 132, 227 * 1024)
-A100 = DeviceInfo(80, 108, 163 * 1024)
+H100 = Device(90, 132, 227 * 1024)
+A100 = Device(80, 108, 163 * 1024)
 LLM = [(m, n, k) for m in (1, 2, 4, 8, 16, 32, 64) for n, k in
        ((4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096))] + [(16, 8192, 8192)]
 
@@ -82,7 +82,7 @@ def _op(shape, strides, ptr=1 << 20, dtype="float16"):
     rows, cols = shape
     c = strides == (cols * 2, 2)
     f = strides == (2, rows * 2)
-    return launch.Operand(shape, dt, dt.numpy, strides, ptr, False, c, f)
+    return operand.Operand(shape, dt, dt.numpy, strides, ptr, False, c, f)
 
 
 def test_launcher_takes_the_layout_of_b():
@@ -121,7 +121,7 @@ def test_plan_covers_the_product_without_empty_slices(v, dev):
 def test_blocks_per_sm_follow_shared_memory():
     v = get_variant("hgemm_skinny_splitk_m16_n64k128_stage4")
     assert hgemm_skinny.blocks_per_sm(v, H100) == 2
-    assert hgemm_skinny.blocks_per_sm(v, DeviceInfo(90, 132, 64 * 1024)) == 1
+    assert hgemm_skinny.blocks_per_sm(v, Device(90, 132, 64 * 1024)) == 1
 
 
 def _sass_ops(v, arch):

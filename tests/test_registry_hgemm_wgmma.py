@@ -18,7 +18,7 @@ from cugemm.families import hgemm_wgmma
 from cugemm import tma
 from cugemm.launch import check_operands, describe
 from cugemm.registry import get_variant, variants
-from cugemm.variant import DeviceInfo
+from cugemm.device import Device
 
 _P = "hgemm_wgmma_m64n256k16_persistent"
 # The fp16 ladder, one idea per rung, in order.
@@ -36,7 +36,7 @@ TOP = [_P + "_cluster2_tma_store_stage4", _P + "_cluster2_tma_store_stage4_bf16"
        "hgemm_wgmma_m64n256k16_bt_persistent_cluster2_stage4",
        "hgemm_wgmma_m64n256k16_bt_persistent_cluster2_stage4_bf16",
        "hgemm_wgmma_tf32_m64n256k8_persistent_cluster2_stage4"]
-H100 = DeviceInfo(cc=90, sms=132, smem_optin=232448)
+H100 = Device(cc=90, sms=132, smem_optin=232448)
 
 
 def _family():
@@ -113,7 +113,8 @@ def test_record(v):
         assert v.strided == (p["TMA_STORE"] and p["CLUSTER_M"] == 2 or p["ANY_C"])
         # TMA stores write a row's last 16-byte piece whole: their C rows must end on 16 bytes
         assert v.multiple_of == ((1, 1, 1) if p["ANY_C"] else (1, 8, 1) if v.strided else (1, 8, 8))
-        # the edge-tile wgmma widths are a 256-column tile's (BN = 128 has no NARROW_EDGE)
+        # the edge-tile wgmma widths are a 256-column tile's (BN = 64, 128, 192 have no NARROW_EDGE, their
+        # _bcol forms included)
         assert p["NARROW_EDGE"] == ((p["A_COL"] or p["B_COL"] or p["ANY_C"]) and p["BN"] == 256)
         assert v.smem_dynamic == hgemm_wgmma.persistent_smem_bytes(p["BN"], p["STAGES"], p["TMA_STORE"],
                                                                    p["ANY_C"])
@@ -133,6 +134,35 @@ def test_one_template_per_rung_file():
     assert set(by_template) == {"hgemm_wgmma_cpasync", "hgemm_wgmma_tma", "hgemm_wgmma_ws",
                                 "hgemm_wgmma_persistent", "hgemm_wgmma_persistent_bt", "hgemm_wgmma_tf32",
                                 "hgemm_wgmma_small_m"}
+
+
+# Rung 7's narrower tile forms (_tile_forms) and their _bcol forms (x @ W.T without a copy)
+TILE_FORMS = {64: "hgemm_wgmma_m64n64k16_persistent_cluster2_tma_store_stage8",
+              128: "hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6",
+              192: "hgemm_wgmma_m64n192k16_persistent_cluster2_tma_store_stage4"}
+
+
+@pytest.mark.parametrize("bn", sorted(TILE_FORMS))
+def test_tile_forms_have_bcol_forms(bn):
+    """Each 128 x bn TMA-store form has a _bcol form in fp16 and bf16: the same kernel but for B_COL
+    (no NARROW_EDGE, which is BN = 256's), registered right after the row-major pair, and a matmul
+    candidate at its row-major sibling's nominal rate."""
+    from cugemm import dtypes, select
+
+    names = [v.name for v in _family()]
+    base = TILE_FORMS[bn]
+    assert names[names.index(base):names.index(base) + 4] == [base, base + "_bf16", base + "_bcol",
+                                                              base + "_bcol_bf16"]
+    for bf in ("", "_bf16"):
+        row, col = get_variant(base + bf), get_variant(base + "_bcol" + bf)
+        assert col.param_dict == {**row.param_dict, "B_COL": True} and col.param_dict["BN"] == bn
+        assert not col.param_dict["NARROW_EDGE"]
+        assert (col.a_layout, col.b_layout, col.c_align, col.strided) == ("row", "col", 16, True)
+        for field in ("tile", "block", "cluster", "multiple_of", "smem_dynamic", "dtype_in", "source", "template"):
+            assert getattr(col, field) == getattr(row, field), field
+        dt = dtypes.get(col.dtype_in)
+        (_, rate_row, kind_row), (_, rate_col, kind_col) = (select.fallback_row(v, dt, False) for v in (row, col))
+        assert (rate_col, kind_col) == (rate_row, kind_row) == (rate_row, "persistent")
 
 
 def test_every_fp16_top_rung_has_a_bf16_sibling():
@@ -157,7 +187,7 @@ def test_persistent_grid(name):
         tm, tn = -(-M // v.tile[0]), -(-N // v.tile[1])
         ctiles = (-(-tm // cl) * tn) if v.template in ("hgemm_wgmma_persistent", "hgemm_mma_persistent") else (tm * -(-tn // cl))
         assert g[0] == min(ctiles, 132 // cl) * cl  # one block per SM, never more than the tiles need
-    assert v.grid(8192, 8192, 8192, DeviceInfo(90, 114, 232448))[0] == 114 // cl * cl  # H100 PCIe
+    assert v.grid(8192, 8192, 8192, Device(90, 114, 232448))[0] == 114 // cl * cl  # H100 PCIe
 
 
 def test_shape_rules():
@@ -283,6 +313,23 @@ def test_maps_of_each_form(fake_encode, suffix):
     assert v.extra_args(A, B, C, M, N, K) is args  # remembered per (operands, shape)
 
 
+@pytest.mark.parametrize("bn", sorted(TILE_FORMS))
+def test_maps_of_the_narrow_bcol_forms(fake_encode, bn):
+    """The narrower tiles' _bcol forms: B's map describes the N x K memory of W (box {64 k, 64 n}: a
+    tile of bn columns is bn / 64 such boxes, the 64-column tile one box), A's and C's are rung 7's."""
+    v = get_variant(TILE_FORMS[bn] + "_bcol")
+    M, N, K = 1000, 776, 520
+    a, b, c = _ops(M, N, K, b_col=True, lda=528, ldb=536, ldc=784)
+    A, B, C = (describe(x, w, v.name) for x, w in ((a, "A"), (b, "B"), (c, "out")))
+    assert check_operands(v, A, B, C) == (M, N, K)
+    sa, sb, sc = (x[1] for x in v.extra_args(A, B, C, M, N, K))
+    assert (sa.rows, sa.cols, sa.row_stride, sa.box) == (M, K, 1056, (64, 128))
+    assert (sb.rows, sb.cols, sb.row_stride, sb.box) == (N, K, 1072, (64, 64))
+    assert (sc.rows, sc.cols, sc.row_stride, sc.box) == (M, N, 1568, (64, 64))
+    with pytest.raises(ValueError, match="row-major|column-major|layout"):
+        check_operands(get_variant(TILE_FORMS[bn]), A, B, C)  # the row-major form refuses W.T
+
+
 @pytest.mark.parametrize("suffix", ["", "_acol_bcol"])
 def test_any_c_gets_the_row_stride(fake_encode, suffix):
     """ANY_C: C may be 2-byte aligned with any row stride; its last argument is that stride in
@@ -328,3 +375,18 @@ def test_new_forms_are_hopper_kernels(name):
         assert "UTMASTG" not in sass and "STG.E.EF.U16" in sass and re.search(r"\bSTG\.E\.EF\s", sass)
     else:
         assert "UTMASTG.2D" in sass
+
+
+@pytest.mark.parametrize("name", [TILE_FORMS[64] + "_bcol", TILE_FORMS[128] + "_bcol_bf16", TILE_FORMS[192] + "_bcol"])
+def test_narrow_bcol_forms_are_hopper_kernels(name):
+    """The narrower tiles' _bcol forms issue wgmmas of their tile width with a K-major B (no .tnspB,
+    which every row-major B form's HGMMA carries), B multicast to the cluster, TMA stores."""
+    if toolkit.find_tool("cuobjdump") is None:
+        pytest.skip("no cuobjdump on PATH, in the CUDA toolkit or in the nvidia-cuda-cuobjdump wheel")
+    v = get_variant(name)
+    bn = v.param_dict["BN"]
+    sass = _sass(v)
+    hgmma = [line for line in sass.splitlines() if "HGMMA." in line]
+    assert hgmma and all(re.search(rf"\bHGMMA\.64x{bn}x16\.F32", line) for line in hgmma)
+    assert not any(".tnspB" in line for line in hgmma), "B_COL's B tile is K-major: no transposed-B wgmma"
+    assert "UTMALDG.2D.MULTICAST" in sass and "UTMASTG.2D" in sass and "USETMAXREG" in sass

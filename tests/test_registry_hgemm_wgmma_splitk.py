@@ -8,11 +8,11 @@ import pytest
 from cugemm import jit, toolkit
 from cugemm.families import hgemm_wgmma_splitk as sk
 from cugemm.registry import get_variant, variants
-from cugemm.variant import DeviceInfo
+from cugemm.device import Device
 
 NAMES = ["hgemm_wgmma_m64n256k16_splitk_stage4", "hgemm_wgmma_m64n128k16_splitk_stage6",
          "hgemm_wgmma_m64n256k16_splitk_stage4_bf16", "hgemm_wgmma_m64n128k16_splitk_stage6_bf16"]
-H100 = DeviceInfo(cc=90, sms=132, smem_optin=232448)
+H100 = Device(cc=90, sms=132, smem_optin=232448)
 SHAPES = [(1, 8, 8), (17, 24, 8), (128, 4096, 4096), (256, 11008, 4096), (512, 4096, 11008),
           (1024, 14336, 4096), (1024, 1024, 1024), (2048, 2048, 2048), (2048, 2048, 8192),
           (16, 8192, 8192), (4095, 4104, 1016), (4096, 4096, 4096), (300, 4100, 64), (129, 264, 72)]
@@ -101,7 +101,7 @@ def test_splits_where_tiles_do_not_fill_the_gpu():
 def test_grid_fn():
     v = get_variant(NAMES[0])
     assert v.grid(128, 4096, 4096, H100) == (sk.plan(128, 4096, 4096, 256, 132)[2], 1, 1)
-    assert v.grid(8192, 8192, 8192, DeviceInfo(90, 114, 232448)) == (114, 1, 1)
+    assert v.grid(8192, 8192, 8192, Device(90, 114, 232448)) == (114, 1, 1)
 
 
 @pytest.mark.parametrize("name", NAMES[:2])

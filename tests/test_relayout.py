@@ -1,4 +1,4 @@
-"""kernels/util/relayout.cu and its host side in cugemm/dispatch.py, without a GPU: the job table's
+"""kernels/util/relayout.cu and its host side in cugemm/relayout.py, without a GPU: the job table's
 layout on both sides, the kernel's resources, and the jobs and workspaces the copy plans get.
 (Bit-for-bit checks of the copies on a GPU: tests/test_gpu_matmul.py, test_fused_copy_*.)"""
 from __future__ import annotations
@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from cugemm import dispatch
+from cugemm import relayout
 
 pytest.importorskip("cupy")
 
-FIELDS = dispatch._RELAYOUT_JOB.names
+FIELDS = relayout.JOB.names
 
 
 def _probe(arch: str) -> dict:
@@ -35,32 +35,32 @@ def _probe(arch: str) -> dict:
 
 def test_job_table_layout_matches_the_kernel():
     got = _probe("sm_90")
-    job = dispatch._RELAYOUT_JOB
+    job = relayout.JOB
     assert got["job_size"] == job.itemsize
-    assert got["jobs_size"] == dispatch._RELAYOUT_JOBS.itemsize
-    assert got["jobs_b"] == dispatch._RELAYOUT_JOBS.fields["b"][1]
+    assert got["jobs_size"] == relayout.JOBS.itemsize
+    assert got["jobs_b"] == relayout.JOBS.fields["b"][1]
     for f in FIELDS:
         assert got[f"off_{f}"] == job.fields[f][1], f
     assert (got["threads"], got["chunks"], got["blocks_per_sm"]) == \
-        (dispatch.RELAYOUT_THREADS, dispatch.RELAYOUT_CHUNKS, dispatch.RELAYOUT_BLOCKS_PER_SM)
+        (relayout.THREADS, relayout.CHUNKS, relayout.BLOCKS_PER_SM)
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_relayout_fits_the_grid_dispatch_launches(arch):
+def test_relayout_fits_the_grid_it_is_launched_with(arch):
     """No spills, no stack, and few enough registers that RELAYOUT_BLOCKS_PER_SM blocks of
-    RELAYOUT_THREADS fit an SM (65536 registers): the grid dispatch sizes is one wave."""
+    RELAYOUT_THREADS fit an SM (65536 registers): the grid cugemm.relayout sizes is one wave."""
     from cugemm import jit
 
     text = jit._file_source(jit.KERNEL_DIR / "util" / "relayout.cu")
     for r in jit.compile_source(text, ["relayout<unsigned short>", "relayout<unsigned int>"], arch):
         assert r.spill_bytes == 0 and r.stack_frame == 0, r.log
-        assert r.registers * dispatch.RELAYOUT_THREADS * dispatch.RELAYOUT_BLOCKS_PER_SM <= 65536, r.registers
+        assert r.registers * relayout.THREADS * relayout.BLOCKS_PER_SM <= 65536, r.registers
 
 
 def test_jobs_of_the_issue_shape():
     """4095x4097x1023 fp16: A's rows (1023 elements) and B's (4097) copied as contiguous rows."""
-    a = dispatch._relayout_job((4095, 1023), (2046, 2), 256, 2, "row", 1024, (4095, 1023))
-    b = dispatch._relayout_job((1023, 4097), (8194, 2), 256, 2, "row", 4104, (1023, 4097))
+    a = relayout.job((4095, 1023), (2046, 2), 256, 2, "row", 1024, (4095, 1023))
+    b = relayout.job((1023, 4097), (8194, 2), 256, 2, "row", 4104, (1023, 4097))
     ja, jb = dict(zip(FIELDS, a)), dict(zip(FIELDS, b))
     assert ja["src_cs"] == 1 and not ja["across"] and ja["chunks"] == 128 and ja["units"] == 4095
     assert jb["src_cs"] == 1 and not jb["across"] and jb["chunks"] == 513 and jb["segs"] == 5
@@ -69,19 +69,19 @@ def test_jobs_of_the_issue_shape():
 
 def test_jobs_of_transposed_and_padded_sources():
     # a transposed view (columns contiguous) copied row-major: lanes take rows
-    j = dict(zip(FIELDS, dispatch._relayout_job((4095, 1023), (2, 8190), 256, 2, "row", 1024, (4095, 1023))))
+    j = dict(zip(FIELDS, relayout.job((4095, 1023), (2, 8190), 256, 2, "row", 1024, (4095, 1023))))
     assert j["across"] and (j["src_rs"], j["src_cs"]) == (1, 4095) and j["units"] == 128 * 32
     # a row-major source copied column-major: the destination's rows are its columns
-    j = dict(zip(FIELDS, dispatch._relayout_job((100, 37), (74, 2), 256, 2, "col", 104, (100, 40))))
+    j = dict(zip(FIELDS, relayout.job((100, 37), (74, 2), 256, 2, "col", 104, (100, 40))))
     assert j["across"] and (j["rows"], j["cols"], j["rows_p"], j["chunks"]) == (37, 100, 40, 13)
     # zero padding: the destination's extent, not the source's
-    j = dict(zip(FIELDS, dispatch._relayout_job((100, 37), (74, 2), 256, 2, "row", 64, (128, 48))))
+    j = dict(zip(FIELDS, relayout.job((100, 37), (74, 2), 256, 2, "row", 64, (128, 48))))
     assert (j["rows"], j["cols"], j["rows_p"], j["chunks"]) == (100, 37, 128, 6) and not j["across"]
     # one column: its stride is never read, so the row is read as contiguous
-    j = dict(zip(FIELDS, dispatch._relayout_job((9, 1), (2, 0), 256, 2, "row", 8, (9, 8))))
+    j = dict(zip(FIELDS, relayout.job((9, 1), (2, 0), 256, 2, "row", 8, (9, 8))))
     assert j["src_cs"] == 1 and not j["across"]
 
 
 def test_copies_the_kernel_cannot_make_go_to_cupy():
-    assert dispatch._relayout_job((10, 1023), (4092, 4), 256, 4, "row", 1023, (10, 1023)) is None  # 4092-byte rows
-    assert dispatch._relayout_job((10, 7), (15, 1), 257, 2, "row", 8, (10, 8)) is None  # not element-aligned
+    assert relayout.job((10, 1023), (4092, 4), 256, 4, "row", 1023, (10, 1023)) is None  # 4092-byte rows
+    assert relayout.job((10, 7), (15, 1), 257, 2, "row", 8, (10, 8)) is None  # not element-aligned

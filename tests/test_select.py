@@ -12,12 +12,13 @@ import warnings
 
 import pytest
 
-from cugemm import dtypes, select, tuning
-from cugemm.launch import Operand, check_operands
+from cugemm import device, dtypes, operand, select, tuning
+from cugemm.launch import check_operands
+from cugemm.operand import Operand
 
-H100 = select.Device(90, 132, 232448, "NVIDIA H100 80GB HBM3")
-A100 = select.Device(80, 108, 166912, "NVIDIA A100-SXM4-80GB")
-L40S = select.Device(89, 142, 101376, "NVIDIA L40S")
+H100 = device.Device(90, 132, 232448, "NVIDIA H100 80GB HBM3")
+A100 = device.Device(80, 108, 166912, "NVIDIA A100-SXM4-80GB")
+L40S = device.Device(89, 142, 101376, "NVIDIA L40S")
 BASE = 0x7F0000000000  # a 256-byte-aligned fake device address
 
 
@@ -32,7 +33,7 @@ def info(layout, rows, cols, size, *, ld=None, offset=0, slot=0):
     else:
         strides = (2 * cols * size, 2 * size)
     ptr = BASE + (slot << 36) + offset
-    return select.operand_info((rows, cols), strides, size, ptr), strides, ptr
+    return operand.layout_of((rows, cols), strides, size, ptr), strides, ptr
 
 
 def problem(M, N, K, dtype="float16", a="row", b="row", device=H100, tf32=False, a_ld=None, b_ld=None,
@@ -107,19 +108,19 @@ def test_every_class_lands_on_a_variant_that_accepts_it(device, dtype, tf32, lay
 def test_padded_rows_and_misaligned_pointers():
     size = 2
     # a padded leading dimension (a view buf[:, :K]) is row-major with ld > K
-    i = select.operand_info((100, 1023), (1024 * size, size), size, BASE)
+    i = operand.layout_of((100, 1023), (1024 * size, size), size, BASE)
     assert (i.layout, i.ld, i.align) == ("row", 1024, 16)
     # the transposed view of a row-major K x M array is column-major, ld = M
-    i = select.operand_info((4096, 64), (size, 4096 * size), size, BASE)
+    i = operand.layout_of((4096, 64), (size, 4096 * size), size, BASE)
     assert (i.layout, i.ld, i.align) == ("col", 4096, 16)
     # a pointer 2 bytes off, an odd row length: 2-byte aligned
-    assert select.operand_info((10, 10), (20, 2), 2, BASE + 2).align == 2
-    assert select.operand_info((10, 1023), (2046, 2), 2, BASE).align == 2
+    assert operand.layout_of((10, 10), (20, 2), 2, BASE + 2).align == 2
+    assert operand.layout_of((10, 1023), (2046, 2), 2, BASE).align == 2
     # every other element: neither layout
-    assert select.operand_info((10, 10), (40, 4), 2, BASE).layout == ""
+    assert operand.layout_of((10, 10), (40, 4), 2, BASE).layout == ""
     # single rows and columns are dense whatever their strides say
-    assert select.operand_info((1, 8), (0, 2), 2, BASE).layout == "row"
-    assert select.operand_info((8, 1), (2, 999), 2, BASE).layout == "row"
+    assert operand.layout_of((1, 8), (0, 2), 2, BASE).layout == "row"
+    assert operand.layout_of((8, 1), (2, 999), 2, BASE).layout == "row"
 
 
 def test_misaligned_operands_are_copied_or_refused_never_passed():

@@ -189,12 +189,12 @@ def bench_shape(M: int, N: int, K: int, dtype: str = "f32", pattern: str | None 
     row("cupy.matmul", base_fn, dtype_in, "float32", baseline=True)
     for v in (chosen if chosen is not None else chosen_variants(dtype, pattern)):
         if v == MATMUL:
-            from ..dispatch import matmul
+            from ..serve import matmul
 
             tf32 = math_dtype == "tfloat32"
             row(MATMUL, lambda out: matmul(a, b, out=out, allow_tf32=tf32), dtype_in, "float32")
             if rows[-1].status is not Status.ERROR:
-                from ..dispatch import explain
+                from ..serve import explain
 
                 plan = explain(a, b, allow_tf32=tf32).plan
                 rows[-1].detail = plan.variant.name + ("" if not plan.copies else f"; {plan.describe()}")

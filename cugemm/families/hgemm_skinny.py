@@ -17,16 +17,20 @@ that fit on an SM (shared memory) and the workspace traffic: whole waves of bloc
 The 8-stage forms hold one block an SM: at N = 8192 their 128 slabs fill the GPU with S = 1, so
 nothing is reduced (16x8192x8192 on an H100: 99-101% of cupy.matmul against 96-97% for the
 4-stage forms with S = 2, same runs).
-The fp32 workspace (S x slabs x M x BN floats) and the per-slab counters are allocated once per
-(device, stream) by this module, grown when a launch needs more, and passed through args_fn.
+The fp32 workspace (S x slabs x M x BN floats) and the per-slab counters are asked for by
+`workspace_need` and provided by the launcher (cugemm/workspace.py), passed through args_fn.
 
 Names: {h,b}gemm_skinny_splitk_m<max_m>_n<BN>k<BK>_stage<STAGES>[_bcol]; the bgemm_ siblings are the
 same kernels with T = __nv_bfloat16.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from .. import device
 from ..arch import archs_for_smem
 from ..variant import Variant
+from ..workspace import Need
 
 EDGE_MULTIPLE = (1, 8, 8)  # any M (up to max_m), N % 8 == 0, K % 8 == 0
 THREADS = 128              # 4 warps side by side in n
@@ -75,53 +79,20 @@ def plan(v, M: int, N: int, K: int, dev) -> tuple[int, int]:
 
 
 def _grid(v, M, N, K, dev):
-    slabs, s = plan(v, M, N, K, dev)
+    slabs, s = plan(v, M, N, K, dev or device.get())
     return slabs, s, 1
 
 
-# ---- workspace: one fp32 buffer and one counter array per (device, stream) -------------------------
-_WORK: dict = {}
+# ---- workspace: fp32 partials and per-slab counters (cugemm/workspace.py holds them) ---------------
+def workspace_need(v, M, N, K, dev) -> Need:
+    """S x slabs x M x BN partial floats and one counter per slab for a launch of `v` on `dev`."""
+    slabs, s = plan(v, M, N, K, dev)
+    return Need(s * slabs * M * v.tile[1], slabs)
 
 
-def workspace(dev_id: int, stream_ptr: int, floats: int, counters: int):
-    """(ws, counters) CuPy arrays of at least `floats` fp32 and `counters` zeroed uint32 for launches on
-    one stream of one device; grown (never shrunk) when a launch needs more. The kernel leaves the
-    counters zero, so they are zeroed only when allocated."""
-    import cupy
-
-    key = (dev_id, stream_ptr)
-    ws, cnt = _WORK.get(key, (None, None))
-    if ws is None or ws.size < floats:
-        ws = cupy.empty(max(floats, 1 << 16, 0 if ws is None else 2 * ws.size), dtype=cupy.float32)
-    if cnt is None or cnt.size < counters:
-        cnt = cupy.zeros(max(counters, 1024, 0 if cnt is None else 2 * cnt.size), dtype=cupy.uint32)
-    _WORK[key] = (ws, cnt)
-    return ws, cnt
-
-
-_ARGS: dict = {}
-MAX_ARGS_CACHED = 1024
-
-
-def _args(v, A, B, C, M, N, K):
-    """(ws, counters) for a launch: looked up per (variant, shape, device, stream) after the first
-    call, so a launch costs two dictionary look-ups here (the bench times cugemm.run from the host:
-    a plan computed per call showed in the timings of 50 us kernels)."""
-    import cupy
-
-    dev_id = cupy.cuda.runtime.getDevice()
-    stream = cupy.cuda.get_current_stream().ptr
-    key = (v.name, M, N, K, dev_id, stream)
-    hit = _ARGS.get(key)
-    if hit is None:
-        from ..launch import device_info
-
-        slabs, s = plan(v, M, N, K, device_info(dev_id))
-        hit = workspace(dev_id, stream, s * slabs * M * v.tile[1], slabs)
-        if len(_ARGS) >= MAX_ARGS_CACHED:
-            _ARGS.clear()
-        _ARGS[key] = hit
-    return hit
+def _args(v, A, B, C, M, N, K, raw=False, work=None, dev=None):
+    """The workspace's partials and counters (the kernel's ws and counters arguments)."""
+    return np.uint64(work.partials), np.uint64(work.counters)
 
 
 def _skinny(*, MAXM, NF, BK, STAGES, bcol=False, dtype="float16", doc, **kw):
@@ -136,7 +107,7 @@ def _skinny(*, MAXM, NF, BK, STAGES, bcol=False, dtype="float16", doc, **kw):
         tile=(MAXM, bn, BK), block=(THREADS, 1, 1), dtype_in=dtype, dtype_out=dtype, dtype_acc="float32",
         math="mma", b_layout="col" if bcol else "row", max_m=MAXM, multiple_of=EDGE_MULTIPLE, align=16,
         archs=archs_for_smem(smem), smem_dynamic=smem, seed="cugemm", grid_fn=_grid, args_fn=_args,
-        doc=doc + (" (B column-major: x @ W.T)" if bcol else ""), **kw)
+        workspace_fn=workspace_need, doc=doc + (" (B column-major: x @ W.T)" if bcol else ""), **kw)
 
 
 _CONFIGS = (

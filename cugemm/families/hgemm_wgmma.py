@@ -79,6 +79,9 @@ both quantise badly: 3072^3 is 2.2 rounds of 132 SMs in 128x256 tiles, 4.4 in 12
 128x192. H100, 2026-11-23 (bench.py, same-run % of cupy.matmul): 3072^3 fp16 705.6 TFLOP/s (99.4%;
 128x128 82.2%, 128x256 75.6%); `python -m cugemm tune`: 99.4% fp16, 99.0% bf16, shipped for the
 3072^3 buckets. Sanitizers: memcheck 0 errors, racecheck no hazard in them.
+The 128x64, 128x128 and 128x192 TMA-store forms also come as `_bcol` (fp16 and bf16; `_tile_forms`): B read
+column-major without a copy, for x @ W.T at the mid sizes whose 128x256 tiles underfill the SMs; no NARROW_EDGE
+(BN = 256 only). Compiled (sm_90a, 168 registers, no spills), not yet run or measured on a GPU.
 The NARROW_EDGE forms walk their tiles edge-last and serpentine (04_persistent.cu, lib/raster.cuh):
 the narrow last column's tiles fill the last, partial round; cugemm.matmul at 4095x4097x1023 went
 from 283% to 298-300% of cupy.matmul fp16, 289% to 305% bf16.
@@ -140,7 +143,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .. import tma
+from .. import device, tma
 from ..variant import Variant
 
 FAMILY = "hgemm_wgmma"
@@ -148,7 +151,6 @@ BM, BK = 128, 64
 STAGING_BYTES = 2 * 2 * 64 * 128  # rung 7: two 64 x 64 staging boxes of C per consumer warpgroup
 SLACK = 1024                      # dynamic shared memory alignment slack (1024-byte swizzle atoms)
 CTYPES = {"float16": "half", "bfloat16": "__nv_bfloat16"}
-DEFAULT_SMS = 132                 # persistent grids when no device is given (an H100 SXM / H200)
 
 
 def ring_smem_bytes(bm: int, bn: int, stages: int) -> int:
@@ -282,7 +284,7 @@ def persistent_grid(v, M, N, K, dev):
     """One block per SM (whole clusters), or fewer when there are fewer tiles; clusters run along M
     (rungs 5-7) or along N (rung 8, the TF32 sibling: the kernels with a CLUSTER_N parameter; rung 10
     with ALONG_M false)."""
-    sms = dev.sms if dev is not None else DEFAULT_SMS
+    sms = (dev or device.get()).sms
     key = (v.name, M, N, sms)
     g = _GRIDS.get(key)
     if g is None:
@@ -351,12 +353,17 @@ def _persistent(name, *, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STORE=False
 
 
 def _tile_forms(bn: int, stages: int, doc: str) -> tuple:
-    """Rung 7 (clusters of 2, TMA-store epilogue, strided) with 128 x bn tiles, in fp16 and bf16."""
+    """Rung 7 (clusters of 2, TMA-store epilogue, strided) with 128 x bn tiles, in fp16 and bf16, then
+    its `_bcol` form (B read column-major: x @ W.T) in both. No NARROW_EDGE: its edge widths are a
+    256-wide tile's (04_persistent.cu asserts BN = 256)."""
+    docs = {("", ""): doc, ("", "_bf16"): f"rung 7 with 128x{bn} tiles in bf16",
+            ("_bcol", ""): f"rung 7 with 128x{bn} tiles and {_FORM_DOC['_bcol']}, no copy",
+            ("_bcol", "_bf16"): f"rung 7 with 128x{bn} tiles and {_FORM_DOC['_bcol']}, no copy, in bf16"}
     return tuple(
-        _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent_cluster2_tma_store_stage{stages}{bf}", BN=bn,
-                    STAGES=stages, CLUSTER_M=2, TMA_STORE=True, strided=True, dtype=dtype,
-                    doc=doc if not bf else f"rung 7 with 128x{bn} tiles in bf16")
-        for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")))
+        _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent_cluster2_tma_store_stage{stages}{col}{bf}", BN=bn,
+                    STAGES=stages, CLUSTER_M=2, TMA_STORE=True, B_COL=col == "_bcol", strided=True, dtype=dtype,
+                    doc=docs[col, bf])
+        for col in ("", "_bcol") for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")))
 
 
 # The operand forms of the top rung (A_COL, B_COL) and its any-C sibling, in both 16-bit types.

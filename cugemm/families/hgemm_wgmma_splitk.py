@@ -18,10 +18,9 @@ cost of storing a partial and the last slice's serial reduction of S - 1 fp32 ti
 S is passed to the kernel at launch, with dp_tiles.
 
 Workspace: the partial slots (splits * 128 * BN floats per split tile) and the counters (two per
-split tile, zero between launches: the kernel resets them) are CuPy device arrays this module
-allocates once per (device, stream) and grows when a launch needs more. Two launches that run at
-the same time need separate workspaces; launches on one stream run one after another, so each
-stream (cupy.cuda.get_current_stream()) gets its own pair. `workspace_bytes()` says how much is held.
+split tile, zero between launches: the kernel resets them), asked for by `workspace_need` and
+provided by the launcher (cugemm/workspace.py: one buffer per stream, or one per call under
+CUDA-graph capture).
 
 Measured on an H100 SXM (132 SMs, 700 W, 2026-11-23, sweep() with forced S: us per launch, same-run %
 of cupy.matmul fp16, L2 flushed where the operands fit). Splits pay where the tiles are few and K
@@ -39,8 +38,12 @@ reduction is not what the fixed cost is made of. Not reached: 100% of cupy.matmu
 """
 from __future__ import annotations
 
+import numpy as np
+
+from .. import device
 from ..variant import Variant
-from .hgemm_wgmma import BK, BM, CTYPES, DEFAULT_SMS, FAMILY, SLACK, _cdiv, _maps_ab, cached_args
+from ..workspace import Need
+from .hgemm_wgmma import BK, BM, CTYPES, FAMILY, SLACK, _cdiv, _maps_ab, cached_args
 
 # ---- the split heuristic -------------------------------------------------------------------------
 MAX_SPLITS = 16
@@ -102,54 +105,28 @@ def plan(M: int, N: int, K: int, bn: int, sms: int) -> tuple[int, int, int]:
 
 
 def _grid(v, M, N, K, dev):
-    sms = dev.sms if dev is not None else DEFAULT_SMS
+    sms = (dev or device.get()).sms
     return (plan(M, N, K, v.tile[1], sms)[2], 1, 1)
 
 
-# ---- workspace: partial slots and counters, one pair per (device, stream) ------------------------
-_WORKSPACES: dict = {}
-MAX_WORKSPACES = 16
-
-
-def _workspace(floats: int, counters: int):
-    """(partials, counters) CuPy arrays with room for `floats` fp32 values and `counters` zeroed
-    counters, on the current device and for the current stream."""
-    import cupy
-
-    key = (cupy.cuda.runtime.getDevice(), cupy.cuda.get_current_stream().ptr)
-    ws = _WORKSPACES.get(key)
-    if ws is None or ws[0].size < floats or ws[1].size < counters:
-        old = (0, 0) if ws is None else (ws[0].size, ws[1].size)
-        # zeroed on the current stream: ordered before the launch that first uses them
-        ws = (cupy.empty(max(floats, old[0], 1), dtype=cupy.float32),
-              cupy.zeros(max(counters, old[1], 256), dtype=cupy.uint32))
-        if len(_WORKSPACES) >= MAX_WORKSPACES:
-            _WORKSPACES.pop(next(iter(_WORKSPACES)))
-        _WORKSPACES[key] = ws
-    return ws
-
-
-def workspace_bytes() -> int:
-    """Device memory held by the split-K workspaces of all devices and streams."""
-    return sum(p.nbytes + c.nbytes for p, c in _WORKSPACES.values())
+# ---- workspace: partial slots and counters (cugemm/workspace.py holds them) -------------------------
+def workspace_need(v, M, N, K, dev) -> Need:
+    """The partial slots (splits * 128 * BN floats per split tile) and counters (two per split tile)
+    a launch of `v` on `dev` uses."""
+    bn = v.tile[1]
+    dp, S, _ = plan(M, N, K, bn, dev.sms)
+    split_tiles = _cdiv(M, BM) * _cdiv(N, bn) - dp if S > 1 else 0
+    return Need(split_tiles * S * BM * bn, 2 * split_tiles)
 
 
 _map_args = cached_args(_maps_ab)
 
 
-def _args(v, A, B, C, M, N, K):
-    """Tensor maps of A and B, the workspace, dp_tiles and splits."""
-    import numpy as np
-
-    from ..launch import device_info
-    import cupy
-
-    sms = device_info(cupy.cuda.runtime.getDevice()).sms
-    bn = v.tile[1]
-    dp, S, _ = plan(M, N, K, bn, sms)
-    split_tiles = _cdiv(M, BM) * _cdiv(N, bn) - dp if S > 1 else 0
-    partials, counters = _workspace(split_tiles * S * BM * bn, 2 * split_tiles)
-    return _map_args(v, A, B, C, M, N, K) + (partials, counters, np.int32(dp), np.int32(S))
+def _args(v, A, B, C, M, N, K, raw=False, work=None, dev=None):
+    """Tensor maps of A and B, the workspace's partials and counters, dp_tiles and splits."""
+    dp, S, _ = plan(M, N, K, v.tile[1], dev.sms)
+    return _map_args(v, A, B, C, M, N, K, raw=raw) + (np.uint64(work.partials), np.uint64(work.counters),
+                                                       np.int32(dp), np.int32(S))
 
 
 # ---- variants ------------------------------------------------------------------------------------
@@ -163,6 +140,7 @@ def _splitk(name, *, BN, STAGES, GROUP=8, dtype="float16", doc, **kw):
                    params=(("BN", BN), ("STAGES", STAGES), ("GROUP", GROUP), ("T", CTYPES[dtype])),
                    tile=(BM, BN, BK), block=(384, 1, 1), multiple_of=(1, 8, 8),
                    smem_dynamic=splitk_smem_bytes(BN, STAGES), grid_fn=_grid, args_fn=_args,
+                   workspace_fn=workspace_need,
                    dtype_in=dtype, dtype_out=dtype, dtype_acc="float32", math="wgmma", align=16,
                    archs=("sm_90a",), seed="cugemm", doc=doc, **kw)
 
@@ -193,7 +171,7 @@ def sweep(shapes, dtype="float16", splits=(1, 2, 3, 4, 6, 8), names=None, iters=
 
     timer = Timer(iters=iters)
     names = names or [v.name for v in VARIANTS if v.dtype_in == dtype]
-    sms = launch.device_info(cupy.cuda.runtime.getDevice()).sms
+    sms = device.get().sms
     for M, N, K in shapes:
         a = cupy.random.standard_normal((M, K), dtype=cupy.float32).astype(dtype)
         b = cupy.random.standard_normal((K, N), dtype=cupy.float32).astype(dtype)

@@ -88,11 +88,11 @@ def _swizzle_grid(v: Variant, M: int, N: int, K: int, dev) -> tuple:
     return (stride // bn, -(-M // bm), -(-N // stride))
 
 
-def _swizzle_args(v: Variant, A, B, C, M: int, N: int, K: int) -> tuple:
+def _swizzle_args(v: Variant, A, B, C, M: int, N: int, K: int, raw: bool = False) -> tuple:
     return (np.int32(swizzle_stride(v, N)),)
 
 
-def _no_swizzle_args(v: Variant, A, B, C, M: int, N: int, K: int) -> tuple:
+def _no_swizzle_args(v: Variant, A, B, C, M: int, N: int, K: int, raw: bool = False) -> tuple:
     return (np.int32(0),)  # the kernel's swizzle_stride argument, ignored without SWIZZLE
 
 

@@ -1,0 +1,704 @@
+"""cugemm.matmul: the front door, its plan cache, and the prepared launches it replays.
+
+    c = cugemm.matmul(a, b)                       # CuPy in, CuPy out
+    y = cugemm.matmul(x, w.T)                     # torch in, torch out, on torch's current stream
+    print(cugemm.explain(a, b))                   # what it chose, and why
+
+Semantics are torch.matmul's / cupy.matmul's for float32, float16 and bfloat16 operands of one
+type: 2-D products, 1-D operands promoted and squeezed, batched operands (3-D and up) with broadcast
+batch dimensions. float32 is exact FP32 unless allow_tf32=True.
+
+How a call runs. Each distinct problem (device, types, shapes, strides, the pointers' 16-byte
+alignment, flags) is planned once by cugemm.select (measured tables, else the fallback model) into a
+`Ready`: the plan's launches prepared for raw pointers (cugemm.prepared: the kernel handle, grid,
+block, shared memory, packed parameters, tensor maps re-pointed per call), its copy stage
+(cugemm.relayout) and the size of its workspaces. A call the cache has seen reads the operands'
+pointers, shapes and strides straight off them (torch: data_ptr/shape/stride; CuPy:
+.data.ptr/.shape/.strides), allocates the result with the caller's own allocator (torch's caching
+allocator for torch operands, CuPy's pool for CuPy ones), takes the caller's current stream, and
+launches: no CuPy array, DLPack round trip or stream object is built per call. Workspaces (the
+relayout's copies; split-K partials under capture) come from the same allocator as the result.
+
+torch. With torch tensors, a call that autograd must record (grad enabled and an operand requiring
+grad) or that torch.compile is tracing goes through the registered op torch.ops.cugemm.matmul
+(cugemm.torch_op: fake implementation, autograd through cugemm itself); every other call runs here
+directly. CUDA graphs: a problem's first call must run eagerly (it compiles and loads the kernel and
+encodes its tensor maps); inside a capture, a problem never run before raises a clear error before
+anything is enqueued, so the caller's capture stays valid. Under capture, the split-K and skinny
+kernels' partials come from the capture's memory pool (a buffer per call), not the per-stream one.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import numpy as np
+
+from . import device as _device
+from . import dtypes, launch, operand, relayout, select, tuning, workspace
+from .prepared import BASES, COUNTERS, PARTIALS, WORK, Prepared, sentinel
+from .prepared import A as _A
+from .prepared import B as _B
+from .prepared import C as _C
+
+MAX_PLANS = 8192
+_READY: dict = {}      # plan key -> Ready (the plan cache)
+_MEASURED: dict = {}   # device id -> tuning.Measured
+_lock = threading.Lock()
+
+
+class CaptureError(RuntimeError):
+    """A product cugemm cannot enqueue inside a CUDA-graph capture (raised before enqueueing)."""
+
+
+# ---- the caller's array library -----------------------------------------------------------------
+class _CupyLib:
+    """Allocation, stream and the rare copies for CuPy callers."""
+
+    kind = "cupy"
+
+    @staticmethod
+    def stream(dev: int) -> int:
+        import cupy
+
+        return cupy.cuda.get_current_stream().ptr
+
+    @staticmethod
+    def empty(shape, like):
+        import cupy
+
+        return cupy.empty(shape, dtype=like.dtype)
+
+    @staticmethod
+    def buffer(nbytes: int, dev: int):
+        import cupy
+
+        mem = cupy.cuda.alloc(nbytes)
+        return mem, mem.ptr
+
+    @staticmethod
+    def alloc_zeroed(nbytes: int, dev: int = None):
+        return workspace.cupy_alloc(nbytes)
+
+    @staticmethod
+    def view(owner, offset: int, dt, shape, strides):
+        import cupy
+
+        return cupy.ndarray(shape, dtype=dt.numpy, memptr=owner + offset,
+                            strides=tuple(s * dt.itemsize for s in strides))
+
+    copy_padded = staticmethod(relayout.copy_padded_cupy)
+
+    @staticmethod
+    def copy(dst, src) -> None:
+        relayout.copy_padded_cupy(src, dst)
+
+    @staticmethod
+    def capturing(stream: int) -> bool:
+        import cupy
+
+        try:
+            return cupy.cuda.runtime.streamIsCapturing(stream) != 0
+        except Exception:
+            return False
+
+
+class _TorchLib:
+    """Allocation, stream and the rare copies for torch callers."""
+
+    kind = "torch"
+
+    @staticmethod
+    def stream(dev: int) -> int:
+        import torch
+
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        return raw(dev) if raw is not None else torch.cuda.current_stream(dev).cuda_stream
+
+    @staticmethod
+    def empty(shape, like):
+        import torch
+
+        return torch.empty(shape, dtype=like.dtype, device=like.device)
+
+    @staticmethod
+    def buffer(nbytes: int, dev: int):
+        import torch
+
+        buf = torch.empty(nbytes, dtype=torch.uint8, device=torch.device("cuda", dev))
+        return buf, buf.data_ptr()
+
+    @staticmethod
+    def alloc_zeroed(nbytes: int, dev: int = None):
+        import torch
+
+        buf = torch.zeros(nbytes, dtype=torch.uint8, device=torch.device("cuda", dev if dev is not None
+                                                                           else torch.cuda.current_device()))
+        return buf, buf.data_ptr()
+
+    @staticmethod
+    def view(owner, offset: int, dt, shape, strides):
+        import torch
+
+        tdt = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dt.name]
+        return torch.as_strided(owner.view(tdt), shape, strides, offset // dt.itemsize)
+
+    copy_padded = staticmethod(relayout.copy_padded_torch)
+
+    @staticmethod
+    def copy(dst, src) -> None:
+        dst.copy_(src)
+
+    @staticmethod
+    def capturing(stream: int) -> bool:
+        import torch
+
+        return torch.cuda.is_current_stream_capturing()
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError:
+        raise RuntimeError("cugemm.matmul needs CuPy: pip install 'cugemm[cuda13]' (or '[cuda12]')") from None
+    return cupy
+
+
+# ---- the tables ---------------------------------------------------------------------------------------
+def measured(dev_id: int) -> tuning.Measured:
+    """The tuning cache and shipped table of device `dev_id` (loaded once)."""
+    m = _MEASURED.get(dev_id)
+    if m is None:
+        from . import __version__
+
+        dev = _device.get(dev_id)
+        key = tuning.gpu_key(dev.name, _cupy().cuda.runtime.driverGetVersion(), __version__)
+        m = _MEASURED[dev_id] = tuning.Measured(tuning.load_tuned(key), tuning.load_shipped(dev.name))
+    return m
+
+
+def reload_tuning() -> None:
+    """Forget the loaded tuning cache, shipped table and every plan (tune() calls it)."""
+    with _lock:
+        _MEASURED.clear()
+        _READY.clear()
+    relayout.clear()
+
+
+# ---- planning -----------------------------------------------------------------------------------------
+def problem_of(A: operand.Operand, B: operand.Operand, C: operand.Operand, allow_tf32: bool,
+               dev_id: int) -> select.Problem:
+    """The select.Problem of 2-D operand records A (M x K), B (K x N), C (M x N)."""
+    dt = A.dtype
+    (M, K), N = A.shape, B.shape[1]
+    return select.Problem(M, N, K, dt, A.layout_class(), B.layout_class(), C.layout_class(),
+                          _device.get(dev_id), bool(allow_tf32) and dt.name == "float32")
+
+
+def choose(A, B, C, allow_tf32: bool, variant, dev_id: int) -> select.Choice:
+    """select.select's choice for a 2-D problem (ValueError when no variant, or not the named one,
+    computes it)."""
+    p = problem_of(A, B, C, allow_tf32, dev_id)
+    names = None
+    if variant is not None:
+        from .registry import get_variant
+
+        names = [get_variant(variant).name]
+    choice = select.select(p, measured(dev_id), names)
+    if choice.plan is None:
+        if variant is not None and choice.refused:
+            raise ValueError(f"cugemm.matmul: {choice.refused[0][0].name} cannot compute this "
+                             f"{p.M}x{p.N}x{p.K} {p.dtype.name} product: {choice.refused[0][1]}")
+        raise ValueError(f"cugemm.matmul: no registered variant computes this {p.M}x{p.N}x{p.K} "
+                         f"{p.dtype.name} product on sm_{p.device.cc}:\n{choice}")
+    return choice
+
+
+class Ready:
+    """A plan with its launches prepared for raw pointers (see the module docstring).
+
+    plan       the select.Plan
+    stage      its relayout.CopyStage, or None (no copies)
+    relay      the Prepared relayout launch, or None
+    gemm       the Prepared GEMM launch (with programmatic dependent launch after the relayout)
+    need       the workspace.Need of the kernel's scratch memory, or None
+    fast       whether a call is only launches (no copy by the array library, no copy of C back)"""
+
+    __slots__ = ("plan", "stage", "relay", "gemm", "need", "fast", "dev")
+
+    def __init__(self, plan: select.Plan, A, B, C, dev: int):
+        v = plan.variant
+        Mp, Np, Kp = plan.dims
+        state = launch.loaded(v, dev)
+        fn, info, _ = state
+        stage = relayout.stage_for(plan, A, B, dev) if plan.copies else None
+        # the operands as the kernel sees them, at sentinel addresses (cugemm.prepared)
+        ws = sentinel(WORK)
+        Ak = stage.operand(0, ws) if plan.copy_a else A._replace(ptr=sentinel(_A))
+        Bk = stage.operand(1, ws) if plan.copy_b else B._replace(ptr=sentinel(_B))
+        Ck = stage.operand(2, ws) if plan.via_c else C._replace(ptr=sentinel(_C))
+        self.need = v.workspace_fn(v, Mp, Np, Kp, info) if v.workspace_fn is not None else None
+        work = workspace.Work(sentinel(PARTIALS), sentinel(COUNTERS)) if self.need is not None else None
+        args = (np.uint64(Ak.ptr), np.uint64(Bk.ptr), np.uint64(Ck.ptr), np.int32(Mp), np.int32(Np), np.int32(Kp))
+        args += v.extra_args(Ak, Bk, Ck, Mp, Np, Kp, raw=True, work=work, dev=info)
+        relays = stage is not None and stage.fn is not None
+        pdl = relays and not stage.by_array and v.pdl and os.environ.get("CUGEMM_PDL", "1") != "0"
+        self.gemm = Prepared(fn.kernel.ptr, launch.grid_of(v, Mp, Np, Kp, state), v.block, v.smem_dynamic, args, pdl)
+        self.relay = Prepared(stage.fn.kernel.ptr, stage.grid, relayout.BLOCK, 0,
+                              stage.args(sentinel(_A), sentinel(_B), ws)) if relays else None
+        self.plan, self.stage, self.dev = plan, stage, dev
+        self.fast = stage is None or not (stage.by_array or plan.via_c)
+
+    def run(self, lib, stream: int, a_ptr: int, b_ptr: int, c_ptr: int, a=None, b=None, out=None) -> None:
+        """One product on `stream`: the copies, the GEMM, the copy of C back. a, b, out: the arrays
+        (needed only when not `fast`)."""
+        bases = [0] * BASES
+        bases[_A], bases[_B], bases[_C] = a_ptr, b_ptr, c_ptr
+        keep = []
+        if self.stage is not None:
+            owner, bases[WORK] = lib.buffer(self.stage.nbytes, self.dev)
+            keep.append(owner)
+        if self.need is not None:
+            if lib.capturing(stream):
+                work, owner = workspace.fresh(self.need, lambda n: lib.alloc_zeroed(n, self.dev))
+                keep.append(owner)
+            else:
+                work = workspace.held(lib.kind, self.dev, stream, self.need,
+                                      lambda n: lib.alloc_zeroed(n, self.dev))
+            bases[PARTIALS], bases[COUNTERS] = work
+        if self.relay is not None:
+            self.relay.launch(bases, stream)
+        if self.stage is not None and self.stage.by_array:
+            for i in self.stage.by_array:
+                dt, shape, strides, off = self.stage.view_geometry(i)
+                lib.copy_padded((a, b)[i], lib.view(keep[0], off, dt, shape, strides))
+        self.gemm.launch(bases, stream)
+        if self.plan.via_c:
+            dt, shape, strides, off = self.stage.view_geometry(2)
+            M, N = out.shape
+            lib.copy(out, lib.view(keep[0], off, dt, shape, strides)[:M, :N])
+        # the buffers go back to their allocator here, stream-ordered: the launches above hold them
+
+
+def _key(dev: int, A: operand.Operand, B: operand.Operand, C: operand.Operand, allow_tf32, variant) -> tuple:
+    """What a plan depends on: device, type, shapes, strides, the pointers' 16-byte alignment, flags."""
+    return (dev, A.dtype, bool(allow_tf32), variant, A.shape, A.strides, B.shape, B.strides, C.shape, C.strides,
+            A.ptr & 15, B.ptr & 15, C.ptr & 15)
+
+
+def ready_for(A, B, C, allow_tf32: bool, variant, dev: int, lib, verbose=False) -> Ready:
+    """The Ready of this 2-D problem: from the cache, or planned and prepared now (not inside a
+    CUDA-graph capture: CaptureError, before anything is enqueued)."""
+    key = _key(dev, A, B, C, allow_tf32, variant)
+    r = _READY.get(key)
+    if r is not None:
+        return r
+    if lib.capturing(lib.stream(dev)):
+        raise CaptureError(
+            f"cugemm.matmul: this {A.shape[0]}x{B.shape[1]}x{A.shape[1]} {A.dtype.name} product (these "
+            "shapes, strides and alignment) has not run on this device before, and planning it (kernel "
+            "compilation and loading, tensor-map encoding) cannot happen inside a CUDA-graph capture; "
+            "run it once eagerly before capturing. Nothing was enqueued.")
+    choice = choose(A, B, C, allow_tf32, variant, dev)
+    if _verbose(verbose):
+        print(choice, file=sys.stderr)
+    plan = choice.plan
+    v = plan.variant
+    if not plan.copies:  # a plan reading the operands in place: every rule of the launch, checked once
+        launch.check_operands(v, A, B, C)
+    r = Ready(plan, A, B, C, dev)
+    with _lock:
+        if len(_READY) >= MAX_PLANS:
+            _READY.clear()
+        _READY[key] = r
+    return r
+
+
+def _verbose(verbose) -> bool:
+    return bool(verbose) or os.environ.get("CUGEMM_EXPLAIN", "") not in ("", "0")
+
+
+# ---- operands and shapes ------------------------------------------------------------------------------
+def _result_shape(a_shape, b_shape):
+    """(broadcast batch, M, K, N, the result's shape as returned) of torch.matmul / cupy.matmul."""
+    if len(a_shape) == 0 or len(b_shape) == 0:
+        raise ValueError("cugemm.matmul: scalar operands are not allowed (use a * b)")
+    squeeze = []
+    if len(a_shape) == 1:
+        a_shape = (1,) + tuple(a_shape)
+        squeeze.append(-2)
+    if len(b_shape) == 1:
+        b_shape = tuple(b_shape) + (1,)
+        squeeze.append(-1)
+    M, K = a_shape[-2:]
+    K2, N = b_shape[-2:]
+    if K != K2:
+        raise ValueError(f"cugemm.matmul: inner dimensions differ: A is {'x'.join(map(str, a_shape))}, "
+                         f"B is {'x'.join(map(str, b_shape))}")
+    try:
+        batch = tuple(np.broadcast_shapes(tuple(a_shape[:-2]), tuple(b_shape[:-2])))
+    except ValueError:
+        raise ValueError(f"cugemm.matmul: batch dimensions {tuple(a_shape[:-2])} and {tuple(b_shape[:-2])} do "
+                         "not broadcast") from None
+    shape = batch + (M, N)
+    final = tuple(d for i, d in enumerate(shape) if i - len(shape) not in squeeze)
+    return batch, M, K, N, final, squeeze
+
+
+def _record(x, what: str) -> operand.Operand:
+    op = operand.describe(x, what, "cugemm.matmul")
+    if op.dtype is None or op.dtype.name not in ("float32", "float16", "bfloat16"):
+        raise TypeError(f"cugemm.matmul: {what} has dtype {operand.dtype_name(op)}; cugemm multiplies float32, "
+                        "float16 or bfloat16")
+    return op
+
+
+def _sub(op: operand.Operand, idx, shape2, strides2) -> operand.Operand:
+    """The 2-D operand at batch index `idx` of a batched (broadcast-expanded) record."""
+    off = sum(i * s for i, s in zip(idx, op.strides[:len(idx)]))
+    return op._replace(shape=tuple(shape2), strides=tuple(strides2), ptr=op.ptr + off)
+
+
+def _expand(op: operand.Operand, batch: tuple, is_a: bool) -> tuple:
+    """(batch strides, 2-D shape, 2-D strides) of `op` broadcast to `batch` + its last two dims (a
+    1-D operand promoted as torch.matmul does: A to (1, K), B to (K, 1); the new dim of extent 1)."""
+    shape, strides = list(op.shape), list(op.strides)
+    if len(shape) == 1:
+        if is_a:
+            shape, strides = [1, shape[0]], [shape[0] * op.dtype.itemsize, strides[0]]
+        else:
+            shape, strides = [shape[0], 1], [strides[0], op.dtype.itemsize]
+    lead = len(batch) - (len(shape) - 2)
+    bstr = []
+    for i, d in enumerate(batch):
+        j = i - lead
+        if j < 0 or shape[j] == 1:
+            bstr.append(0)
+        else:
+            bstr.append(strides[j])
+    return tuple(bstr), tuple(shape[-2:]), tuple(strides[-2:])
+
+
+def _rows(lead, lead_strides, cols: int, itemsize: int):
+    """(rows, row stride) of a batched operand whose batch and row dims (`lead`, byte strides
+    `lead_strides`) merge into one dimension of evenly spaced rows, else None."""
+    dims = [(d, s) for d, s in zip(lead, lead_strides) if d != 1]
+    for (d0, s0), (d1, s1) in zip(dims, dims[1:]):
+        if s0 != s1 * d1:
+            return None
+    rows = 1
+    for d, _ in dims:
+        rows *= d
+    return rows, (dims[-1][1] if dims else cols * itemsize)
+
+
+def _fold(A2, B2, C2, batch, a_b, b_b, c_b):
+    """(A, B, C) as one 2-D product when B does not vary over the batch and A's and C's batches
+    stack into rows (activations against one weight: (B, M, K) @ (K, N)), else None."""
+    if any(s for d, s in zip(batch, b_b) if d != 1):
+        return None
+    (M, K), N = A2.shape, B2.shape[1]
+    ra = _rows(batch + (M,), a_b + (A2.strides[0],), K, A2.dtype.itemsize)
+    rc = _rows(batch + (M,), c_b + (C2.strides[0],), N, C2.dtype.itemsize)
+    if ra is None or rc is None or ra[1] == 0 or rc[1] == 0:
+        return None
+    return (A2._replace(shape=(ra[0], K), strides=(ra[1], A2.strides[1])), B2,
+            C2._replace(shape=(rc[0], N), strides=(rc[1], C2.strides[1])))
+
+
+# ---- the front door -------------------------------------------------------------------------------------
+def torch_matmul(a, b, out=None, *, allow_tf32: bool = False, variant=None, verbose: bool = False):
+    """A @ B for torch CUDA tensors, on torch's current stream, with no autograd (the operands'
+    memory is read directly: what torch.ops.cugemm.matmul runs). Returns `out` or a new tensor."""
+    if out is None and a.dim() == 2 and b.dim() == 2 and variant is None:
+        # the serving path: one plan-cache look-up, one allocation, the launches
+        dev = a.get_device()
+        sa, sb = a.stride(), b.stride()
+        size = a.element_size()
+        M, K = a.shape
+        N = b.shape[1]
+        pa, pb = a.data_ptr(), b.data_ptr()
+        r = _READY.get((dev, a.dtype, bool(allow_tf32), M, K, N, sa, sb, pa & 15, pb & 15))
+        if r is not None and b.dtype == a.dtype and b.get_device() == dev:
+            c = _TorchLib.empty((M, N), a)
+            r.run(_TorchLib, _TorchLib.stream(dev), pa, pb, c.data_ptr(), a, b, c)
+            return c
+        if r is None and M and N and K and b.shape[0] == K and b.dtype == a.dtype and b.get_device() == dev >= 0:
+            c = _TorchLib.empty((M, N), a)
+            A = _record(a, "A")
+            B = _record(b, "B")
+            C = _record(c, "out")
+            with _on_device(dev):
+                r = ready_for(A, B, C, allow_tf32, None, dev, _TorchLib, verbose)
+            r.run(_TorchLib, _TorchLib.stream(dev), pa, pb, c.data_ptr(), a, b, c)
+            if C.ptr & 15 == 0 and r.fast:
+                with _lock:
+                    _READY[(dev, a.dtype, bool(allow_tf32), M, K, N, sa, sb, pa & 15, pb & 15)] = r
+            return c
+    return _general(a, b, out, allow_tf32, variant, verbose, _TorchLib)
+
+
+def _on_device(dev: int):
+    import cupy
+
+    return cupy.cuda.Device(dev)
+
+
+def _cupy_key(a, b, out, allow_tf32) -> tuple:
+    """The CuPy serving path's plan key: the problem as a fresh result (out None) or `out` gives it."""
+    o = ("new",) if out is None else (out.strides, out.data.ptr & 15)
+    return ("cupy", a.device.id, a.dtype, bool(allow_tf32), a.shape, b.shape, a.strides, b.strides,
+            a.data.ptr & 15, b.data.ptr & 15) + o
+
+
+def _cupy_matmul(a, b, out, allow_tf32, variant, verbose):
+    """The CuPy caller's serving path for 2-D operands planned before, or None (the general path
+    then checks, plans and runs it)."""
+    if variant is not None:
+        return None
+    if out is not None:
+        cupy = sys.modules["cupy"]
+        if type(out) is not cupy.ndarray or out.shape != (a.shape[0], b.shape[1]) or out.dtype != a.dtype:
+            return None
+        ext = operand.extent(out.shape, out.strides, out.data.ptr, out.itemsize)
+        if any(operand.overlaps(ext, operand.extent(x.shape, x.strides, x.data.ptr, x.itemsize)) for x in (a, b)):
+            return None  # (overlap depends on the pointers, which the key does not hold)
+    r = _READY.get(_cupy_key(a, b, out, allow_tf32))
+    if r is None:
+        return None
+    c = _CupyLib.empty((a.shape[0], b.shape[1]), a) if out is None else out
+    r.run(_CupyLib, _CupyLib.stream(a.device.id), a.data.ptr, b.data.ptr, c.data.ptr, a, b, c)
+    return c
+
+
+def _general(a, b, out, allow_tf32, variant, verbose, lib):
+    """Any product: records, shapes, batching, the plan of each 2-D product, its run."""
+    A, B = _record(a, "A"), _record(b, "B")
+    if A.dtype is not B.dtype:
+        raise TypeError(f"cugemm.matmul: A is {A.dtype.name} and B is {B.dtype.name}; cugemm multiplies "
+                        "operands of one type (cast one of them first)")
+    batch, M, K, N, final, squeeze = _result_shape(A.shape, B.shape)
+    full = batch + (M, N)
+    like = a
+    if out is None:
+        out = lib.empty(final, like)
+    O = operand.describe(out, "out", "cugemm.matmul")
+    if tuple(O.shape) != final:
+        raise ValueError(f"cugemm.matmul: out has shape {tuple(O.shape)}, the product is {final}")
+    if O.dtype is not A.dtype:
+        raise TypeError(f"cugemm.matmul: out has dtype {operand.dtype_name(O)}, the product is {A.dtype.name}")
+    if O.readonly:
+        raise ValueError("cugemm.matmul: out is read-only")
+    dev = _device_of(a, lib)
+    if M == 0 or N == 0 or 0 in batch:
+        return out
+    # out viewed with the squeezed dims back (stride irrelevant: extent 1)
+    o_shape, o_strides = list(O.shape), list(O.strides)
+    for ax in sorted(squeeze, reverse=True):
+        pos = len(full) + ax
+        o_shape.insert(pos, 1)
+        o_strides.insert(pos, 0)
+    O = O._replace(shape=tuple(o_shape), strides=tuple(o_strides))
+    a_b, a2s, a2st = _expand(A, batch, True)
+    b_b, b2s, b2st = _expand(B, batch, False)
+    c_b = tuple(O.strides[:len(batch)])
+    A2 = A._replace(shape=a2s, strides=a2st)
+    B2 = B._replace(shape=b2s, strides=b2st)
+    C2 = O._replace(shape=(M, N), strides=tuple(O.strides[-2:]))
+    # the output must not overlap an input (it would be read while written)
+    c_ext = operand.extent(O.shape, [abs(s) for s in O.strides], O.ptr, O.dtype.itemsize)
+    for what, X in (("A", A), ("B", B)):
+        if operand.overlaps(c_ext, operand.extent(X.shape, [abs(s) for s in X.strides], X.ptr, X.dtype.itemsize)):
+            raise ValueError(f"cugemm.matmul: out overlaps {what}; the kernel would read what it overwrites")
+    if K == 0:
+        _zero(out, lib)
+        return out
+    stream = lib.stream(dev)
+    with _on_device(dev):
+        folded = _fold(A2, B2, C2, batch, a_b, b_b, c_b) if batch else (A2, B2, C2)
+        if folded is not None:
+            _run2d(*folded, allow_tf32, variant, verbose, lib, dev, stream, a, b, out)
+        else:
+            for idx in np.ndindex(*batch):
+                Ai = A2._replace(ptr=A.ptr + sum(i * s for i, s in zip(idx, a_b)))
+                Bi = B2._replace(ptr=B.ptr + sum(i * s for i, s in zip(idx, b_b)))
+                Ci = C2._replace(ptr=O.ptr + sum(i * s for i, s in zip(idx, c_b)))
+                _run2d(Ai, Bi, Ci, allow_tf32, variant, verbose, lib, dev, stream, a, b, out)
+    return out
+
+
+def _run2d(A, B, C, allow_tf32, variant, verbose, lib, dev, stream, a, b, out) -> None:
+    r = ready_for(A, B, C, allow_tf32, variant, dev, lib, verbose)
+    if r.fast:
+        r.run(lib, stream, A.ptr, B.ptr, C.ptr)
+    else:  # the array library's copies need 2-D arrays over the same memory
+        r.run(lib, stream, A.ptr, B.ptr, C.ptr, _view2d(a, A, lib), _view2d(b, B, lib), _view2d(out, C, lib))
+
+
+def _view2d(x, op: operand.Operand, lib):
+    """A 2-D array of the library over op's memory (x: an array sharing its allocation)."""
+    size = op.dtype.itemsize
+    if lib is _TorchLib:
+        import torch
+
+        base = x.data_ptr() - x.storage_offset() * size
+        return torch.as_strided(x, op.shape, tuple(s // size for s in op.strides), (op.ptr - base) // size)
+    import cupy
+
+    return cupy.ndarray(op.shape, dtype=op.dtype.numpy, memptr=x.data + (op.ptr - x.data.ptr), strides=op.strides)
+
+
+def _zero(out, lib) -> None:
+    if lib is _TorchLib:
+        out.zero_()
+    else:
+        out.view(np.uint16 if out.dtype.itemsize == 2 else np.uint32)[...] = 0
+
+
+def _device_of(a, lib) -> int:
+    if lib is _TorchLib:
+        return a.get_device()
+    return a.device.id
+
+
+def _wants_op(torch, a, b) -> bool:
+    """Whether a torch call must go through the registered op: torch.compile tracing it, or autograd
+    recording it."""
+    if torch.compiler.is_compiling():
+        return True
+    return torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
+
+
+def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: bool = False):
+    """A @ B with the fastest registered kernel that computes it (torch.matmul's semantics).
+
+    a, b        float32, float16 or bfloat16 GPU arrays of one type: CuPy arrays, torch tensors,
+                objects with __cuda_array_interface__ or __dlpack__; 1-D, 2-D or batched (N-D,
+                batch dimensions broadcast)
+    out         optional result array (CuPy or torch) of the product's shape and type
+    variant     run this variant (a name or alias) instead of choosing; copies are still made
+                where it needs them, and ValueError says why when it cannot compute the product
+    allow_tf32  float32 only: TF32 tensor-core variants may be chosen (about 3e-4 relative error)
+    verbose     print the choice and the reasons (also: environment CUGEMM_EXPLAIN=1) the first
+                time each problem is planned
+    Returns `out` if given, else a new array: a torch tensor when an operand is one, else CuPy.
+    torch tensors that require grad (with grad enabled) get a result with a grad_fn, and
+    torch.compile traces the call as the op torch.ops.cugemm.matmul (cugemm/torch_op.py).
+    """
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and type(a) is cupy.ndarray and type(b) is cupy.ndarray and a.ndim == 2 and b.ndim == 2:
+        done = _cupy_matmul(a, b, out, allow_tf32, variant, verbose)
+        if done is not None:
+            return done
+    if operand.is_torch(a) or operand.is_torch(b):
+        torch = sys.modules["torch"]
+        if not (operand.is_torch(a) and operand.is_torch(b)):
+            raise TypeError("cugemm.matmul: one operand is a torch tensor and the other is not; pass two "
+                            "torch tensors (torch.as_tensor / torch.from_dlpack) or two CuPy arrays")
+        if a.device.type != "cuda" or b.device.type != "cuda":
+            raise TypeError(f"cugemm.matmul: the operands are on {a.device} and {b.device}; move them to the GPU")
+        if a.device != b.device:
+            raise ValueError(f"cugemm.matmul: the operands are on {a.device} and {b.device}; put them on one GPU")
+        if _wants_op(torch, a, b):
+            if variant is not None:
+                raise ValueError("cugemm.matmul: variant= is not available under autograd or torch.compile")
+            from . import torch_op
+
+            r = torch_op.matmul(a, b, allow_tf32=allow_tf32)
+            if out is not None:
+                out.copy_(r)
+                return out
+            return r
+        if out is not None and not operand.is_torch(out):
+            raise TypeError("cugemm.matmul: out must be a torch tensor when the operands are")
+        return torch_matmul(a, b, out, allow_tf32=allow_tf32, variant=variant, verbose=verbose)
+    cupy = _cupy()
+    launch._cuda_device()
+    a, b = _as_cupy(a, "A"), _as_cupy(b, "B")
+    if out is not None:
+        out = _as_cupy(out, "out")
+    c = _general(a, b, out, allow_tf32, variant, verbose, _CupyLib)
+    if a.ndim == 2 and b.ndim == 2 and variant is None and type(c) is cupy.ndarray:
+        _remember_cupy(a, b, c, None if out is None else c, allow_tf32)
+    return c
+
+
+def _remember_cupy(a, b, c, out, allow_tf32) -> None:
+    """File the Ready of a 2-D CuPy product just run under the CuPy serving path's key (a fresh
+    result's key assumes a 16-byte-aligned pointer, as CuPy's pool gives)."""
+    if not (a.size and b.size and c.size) or c.data.ptr & 15:
+        return
+    A, B, C = (operand.describe(x, w, "cugemm.matmul") for x, w in ((a, "A"), (b, "B"), (c, "out")))
+    r = _READY.get(_key(a.device.id, A, B, C, allow_tf32, None))
+    if r is not None and r.fast:
+        with _lock:
+            _READY[_cupy_key(a, b, out, allow_tf32)] = r
+
+
+def _as_cupy(x, what: str):
+    """A CuPy view of a GPU array (no copy): CuPy arrays as they are, DLPack objects through
+    DLPack (which keeps bfloat16), __cuda_array_interface__ objects in place."""
+    cupy = _cupy()
+    if type(x) is cupy.ndarray:
+        return x
+    if isinstance(x, np.ndarray):
+        raise TypeError(f"cugemm.matmul: {what} is a host numpy array; pass a GPU array (cupy.asarray(x))")
+    if hasattr(x, "__cuda_array_interface__"):
+        op = operand.describe(x, what, "cugemm.matmul")
+        arr = cupy.asarray(x)
+        if op.dtype is not None and arr.dtype != op.dtype.numpy:
+            arr = arr.view(op.dtype.numpy)
+        return arr
+    if hasattr(x, "__dlpack__"):
+        return cupy.from_dlpack(x)
+    raise TypeError(f"cugemm.matmul: {what} must be a GPU array (cupy.ndarray, torch tensor, or an object "
+                    f"with __cuda_array_interface__ or __dlpack__), got {type(x).__name__}")
+
+
+def explain(a, b, out=None, *, variant=None, allow_tf32: bool = False) -> select.Choice:
+    """The choice matmul(a, b, out) makes (of its first 2-D product, for batched operands):
+    `print(cugemm.explain(a, b))` lists the chosen plan, the other candidates with their estimated
+    times and where each estimate comes from, and every refused variant with the rule that refuses
+    it. Runs nothing on the GPU."""
+    A, B = _record(a, "A"), _record(b, "B")
+    if A.dtype is not B.dtype:
+        raise TypeError(f"cugemm.matmul: A is {A.dtype.name} and B is {B.dtype.name}; cugemm multiplies "
+                        "operands of one type (cast one of them first)")
+    batch, M, K, N, final, _ = _result_shape(A.shape, B.shape)
+    a_b, a2s, a2st = _expand(A, batch, True)
+    b_b, b2s, b2st = _expand(B, batch, False)
+    A2, B2 = A._replace(shape=a2s, strides=a2st), B._replace(shape=b2s, strides=b2st)
+    if out is not None:
+        O = operand.describe(out, "out", "cugemm.matmul")
+        C2 = O._replace(shape=(M, N), strides=tuple(O.strides[-2:]) if len(O.shape) >= 2 else
+                        (O.strides[-1] * N, O.strides[-1]))
+        c_b = tuple(O.strides[:len(batch)])
+    else:  # a fresh dense result
+        size = A.dtype.itemsize
+        C2 = operand.of_layout((M, N), A.dtype, "row", N, 256)
+        c_b = tuple(operand.dense_strides(batch + (M, N), size, "C")[:len(batch)])
+    folded = _fold(A2, B2, C2, batch, a_b, b_b, c_b) if batch else (A2, B2, C2)
+    if folded is not None:
+        A2, B2, C2 = folded
+    dev = _device_of(a, _TorchLib if operand.is_torch(a) else _CupyLib) if hasattr(a, "device") else \
+        _device.current()
+    return choose(A2, B2, C2, allow_tf32, variant, dev)
+
+
+def execute(plan: select.Plan, a, b, out) -> None:
+    """Run `plan` on 2-D CuPy arrays (the tuner times plans this way), on the current CuPy stream."""
+    A, B, C = (operand.describe(x, w, "cugemm.matmul") for x, w in ((a, "A"), (b, "B"), (out, "out")))
+    dev = a.device.id
+    key = ("plan", id(plan), _key(dev, A, B, C, False, None))
+    r = _READY.get(key)
+    if r is None or r.plan is not plan:
+        r = Ready(plan, A, B, C, dev)
+        with _lock:
+            _READY[key] = r
+    r.run(_CupyLib, _CupyLib.stream(dev), A.ptr, B.ptr, C.ptr, a, b, out)
+
+
+def plans_cached() -> int:
+    """How many prepared plans the cache holds."""
+    return len(_READY)

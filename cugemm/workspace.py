@@ -1,0 +1,104 @@
+"""Scratch memory for the kernels that need it: split-K partial sums and arrival counters.
+
+A variant with a `workspace_fn` (the split-K rung, hgemm_wgmma_splitk; the skinny kernels,
+hgemm_skinny) asks, per launch, for `Need(floats, counters)`: fp32 partial-sum slots, and uint32
+counters that must be zero when the launch starts (the kernel's last arrival resets each one it
+used, so they are zero again when it ends). Both live in one buffer, counters first:
+
+    [counters, padded to 256 bytes | partials]
+
+Two launches that may run at the same time need separate buffers; launches in one stream run one
+after the other, so a buffer is held per (allocator, device, stream) and grown when a launch needs
+more (`held`). Under CUDA-graph capture nothing may be allocated outside the graph's own pool, and
+a buffer the graph reads must outlive it: `fresh` allocates one per call with the caller's
+allocator (torch's caching allocator inside a capture gives memory from the graph's pool, zeroed by
+a memset the graph records, and kept for the graph's life by torch).
+
+Allocators are callables `alloc(nbytes) -> (owner, address)` returning a zeroed buffer: `cupy_alloc`
+(CuPy's pool, the current CuPy stream) and cugemm.serve's torch allocator (torch's caching
+allocator, torch's current stream).
+"""
+from __future__ import annotations
+
+import threading
+from typing import NamedTuple
+
+ALIGN = 256
+MAX_HELD = 64
+
+
+class Need(NamedTuple):
+    """What one launch asks for: fp32 partial slots and zeroed uint32 counters."""
+
+    floats: int
+    counters: int
+
+    @property
+    def counter_bytes(self) -> int:
+        return -(-4 * max(self.counters, 1) // ALIGN) * ALIGN
+
+    @property
+    def nbytes(self) -> int:
+        return self.counter_bytes + 4 * max(self.floats, 1)
+
+
+class Work(NamedTuple):
+    """The device addresses a launch gets: its partial slots and its counters."""
+
+    partials: int
+    counters: int
+
+
+_HELD: dict = {}   # (allocator kind, device, stream) -> (owner, Need it was sized for, Work)
+_lock = threading.Lock()
+
+
+def _work(need: Need, base: int) -> Work:
+    return Work(base + need.counter_bytes, base)
+
+
+def fresh(need: Need, alloc) -> tuple[Work, object]:
+    """A new zeroed buffer for one launch: (its Work, the owner to keep alive while it runs)."""
+    owner, base = alloc(need.nbytes)
+    return _work(need, base), owner
+
+
+def held(kind: str, device: int, stream: int, need: Need, alloc) -> Work:
+    """The buffer held for launches of one stream (grown to `need` when smaller), as a Work."""
+    key = (kind, device, stream)
+    hit = _HELD.get(key)
+    if hit is not None and hit[1].floats >= need.floats and hit[1].counters >= need.counters:
+        return hit[2]
+    with _lock:
+        old = _HELD.get(key)
+        grown = Need(max(need.floats, 1 << 16, 2 * old[1].floats if old else 0),
+                     max(need.counters, 1024, 2 * old[1].counters if old else 0))
+        owner, base = alloc(grown.nbytes)
+        if len(_HELD) >= MAX_HELD and key not in _HELD:
+            _HELD.pop(next(iter(_HELD)))
+        _HELD[key] = (owner, grown, _work(grown, base))
+        return _HELD[key][2]
+
+
+def held_buffer(kind: str, device: int, stream: int):
+    """(owner, Need) of the buffer held for that stream, or None (for tests and diagnostics)."""
+    hit = _HELD.get((kind, device, stream))
+    return None if hit is None else hit[:2]
+
+
+def held_bytes() -> int:
+    """Device memory held by every stream's buffer."""
+    return sum(n.nbytes for _, n, _ in _HELD.values())
+
+
+def clear() -> None:
+    with _lock:
+        _HELD.clear()
+
+
+def cupy_alloc(nbytes: int):
+    """A zeroed buffer from CuPy's memory pool (zeroed on the current CuPy stream)."""
+    import cupy
+
+    buf = cupy.zeros(nbytes, dtype=cupy.uint8)
+    return buf, buf.data.ptr
