@@ -199,7 +199,7 @@ def layout_of(shape, strides, itemsize: int, ptr: int) -> Layout:
     if layout and (ld_bytes < span * itemsize or ld_bytes % itemsize):
         layout, ld_bytes = "", 0
     align = 16
-    while align > itemsize and (ptr % align or ld_bytes % align):
+    while align > 1 and (ptr % align or ld_bytes % align):
         align //= 2
     return Layout(layout, ld_bytes // itemsize, align)
 

@@ -56,8 +56,11 @@ def tensormap_address_patchable() -> bool:
     (checked once per process on this driver by encoding one map at two addresses)."""
     global _patchable
     if _patchable is None:
+        import cupy
+
         from . import tma
 
+        cupy.cuda.runtime.free(0)  # the driver encodes maps in a context: make the device's current
         base = 1 << 44
         spec = tma.Spec(base, "float16", 1024, 512, 1024, (64, 64), 128)
         m0 = tma.encode_2d(spec)
@@ -73,7 +76,7 @@ class Prepared:
     """One prepared launch (see the module docstring)."""
 
     __slots__ = ("function_ptr", "grid", "block", "shared_mem", "pdl", "_cfg", "_params", "_keep",
-                 "_slots", "_maps", "_reencode", "_lock")
+                 "_slots", "_maps", "_reencode", "_lock", "_cfg_ref")
 
     def __init__(self, function_ptr: int, grid, block, shared_mem: int, args, pdl: bool = False):
         self.function_ptr, self.grid, self.block, self.shared_mem, self.pdl = \
@@ -107,6 +110,7 @@ class Prepared:
         self._slots, self._maps, self._reencode = tuple(slots), tuple(maps), tuple(reencode)
         attrs = ctypes.pointer(_pdl.PDL_ATTRIBUTE) if pdl else None
         self._cfg = _pdl.LaunchConfig(*self.grid, *self.block, shared_mem, None, attrs, 1 if pdl else 0)
+        self._cfg_ref = ctypes.byref(self._cfg)
         self._lock = threading.Lock()
 
     @property
@@ -115,6 +119,29 @@ class Prepared:
         return tuple((k, off) for _, k, off in self._slots) + tuple((k, off) for _, k, off in self._maps) + \
             tuple((k, off) for _, _, k, off in self._reencode)
 
+    def launch_abc(self, a: int, b: int, c: int, stream: int) -> None:
+        """launch() of a kernel whose re-pointed addresses are A, B and C only (a direct plan)."""
+        abc = (a, b, c)
+        lock = self._lock
+        with lock:
+            for obj, k, off in self._slots:
+                obj.value = abc[k] + off
+            for word, k, off in self._maps:
+                word.value = abc[k] + off
+            if self._reencode:
+                self._encode(abc)
+            self._cfg.hStream = stream
+            err = _pdl.driver_launch()(self._cfg_ref, self.function_ptr, self._params, None)
+        if err:
+            raise RuntimeError(f"cugemm: cuLaunchKernelEx failed with CUresult {err}")
+
+    def _encode(self, bases) -> None:
+        from . import tma
+
+        for obj, spec, k, off in self._reencode:
+            m = tma.encode_2d(spec._replace(ptr=bases[k] + off))
+            ctypes.memmove(obj, m.address, 128)
+
     def launch(self, bases, stream: int) -> None:
         """Launch with base k at address bases[k], on `stream` (a CUstream handle as an int)."""
         with self._lock:
@@ -122,12 +149,9 @@ class Prepared:
                 obj.value = bases[k] + off
             for word, k, off in self._maps:
                 word.value = bases[k] + off
-            for obj, spec, k, off in self._reencode:
-                from . import tma
-
-                m = tma.encode_2d(spec._replace(ptr=bases[k] + off))
-                ctypes.memmove(obj, m.address, 128)
+            if self._reencode:
+                self._encode(bases)
             self._cfg.hStream = stream
-            err = _pdl.driver_launch()(ctypes.byref(self._cfg), self.function_ptr, self._params, None)
+            err = _pdl.driver_launch()(self._cfg_ref, self.function_ptr, self._params, None)
         if err:
             raise RuntimeError(f"cugemm: cuLaunchKernelEx failed with CUresult {err}")

@@ -100,6 +100,9 @@ MIN_KERNEL_US = 4.0      # no kernel of the zoo finishes faster than this, launc
 TRANSPOSE_COST = 4.0     # a strided (transposing) copy against a straight one (not measured: a guess)
 SPLITK_US = 6.0          # the split-K rung's fixed cost (partials, reduction)
 STREAM_GBPS = 2400.0     # the 'stream' kind's operand bandwidth (the skinny rungs' measured rate)
+TILE_GBPS = 1000.0       # the most operand bytes per second a tiled tensor-core kernel was seen to read
+                         # when its tiles are mostly padding (H200, 2026-11-26: rung 7's 128x64 B_COL
+                         # form at 8x8192x28672 read 470 MB in 490 us): the floor of its time
 
 
 def candidate_globs(dtype: dtypes.DType, allow_tf32: bool) -> tuple:
@@ -299,7 +302,7 @@ def model_kernel_us(v: Variant, p: Problem, dims) -> float:
         return max(MIN_KERNEL_US, (K * N + M * K + M * N) * size / (nominal * 1e3))
     # 'stream' (rung 10's 64-row tiles): the tiles' flops at the nominal rate, but never faster than
     # reading the operands once at the skinny rungs' bandwidth
-    floor_us = (K * N + M * K + M * N) * size / (STREAM_GBPS * 1e3) if kind == "stream" else 0.0
+    floor_us = (K * N + M * K + M * N) * size / ((STREAM_GBPS if kind == "stream" else TILE_GBPS) * 1e3)
     sms = max(1, p.device.sms)
     bm, bn = v.tile[0], v.tile[1]
     tiles = -(-M // bm) * -(-N // bn)

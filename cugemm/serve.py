@@ -36,7 +36,7 @@ import threading
 import numpy as np
 
 from . import device as _device
-from . import dtypes, launch, operand, relayout, select, tuning, workspace
+from . import launch, operand, relayout, select, tuning, workspace
 from .prepared import BASES, COUNTERS, PARTIALS, WORK, Prepared, sentinel
 from .prepared import A as _A
 from .prepared import B as _B
@@ -223,9 +223,11 @@ class Ready:
     relay      the Prepared relayout launch, or None
     gemm       the Prepared GEMM launch (with programmatic dependent launch after the relayout)
     need       the workspace.Need of the kernel's scratch memory, or None
-    fast       whether a call is only launches (no copy by the array library, no copy of C back)"""
+    fast       whether a call is only launches (no copy by the array library, no copy of C back)
+    direct     whether it is one launch on A, B and C where they lie (no copy, no workspace): the
+               serving paths then launch `gemm` themselves"""
 
-    __slots__ = ("plan", "stage", "relay", "gemm", "need", "fast", "dev")
+    __slots__ = ("plan", "stage", "relay", "gemm", "need", "fast", "direct", "dev")
 
     def __init__(self, plan: select.Plan, A, B, C, dev: int):
         v = plan.variant
@@ -249,6 +251,7 @@ class Ready:
                               stage.args(sentinel(_A), sentinel(_B), ws)) if relays else None
         self.plan, self.stage, self.dev = plan, stage, dev
         self.fast = stage is None or not (stage.by_array or plan.via_c)
+        self.direct = stage is None and self.need is None
 
     def run(self, lib, stream: int, a_ptr: int, b_ptr: int, c_ptr: int, a=None, b=None, out=None) -> None:
         """One product on `stream`: the copies, the GEMM, the copy of C back. a, b, out: the arrays
@@ -259,11 +262,12 @@ class Ready:
         if self.stage is not None:
             owner, bases[WORK] = lib.buffer(self.stage.nbytes, self.dev)
             keep.append(owner)
-        if self.need is not None:
-            if lib.capturing(stream):
+        if self.need is not None:  # the stream's buffer; a new one is not kept from inside a capture
+            work = workspace.lookup(lib.kind, self.dev, stream, self.need)
+            if work is None and lib.capturing(stream):
                 work, owner = workspace.fresh(self.need, lambda n: lib.alloc_zeroed(n, self.dev))
                 keep.append(owner)
-            else:
+            elif work is None:
                 work = workspace.held(lib.kind, self.dev, stream, self.need,
                                       lambda n: lib.alloc_zeroed(n, self.dev))
             bases[PARTIALS], bases[COUNTERS] = work
@@ -281,7 +285,7 @@ class Ready:
         # the buffers go back to their allocator here, stream-ordered: the launches above hold them
 
 
-def _key(dev: int, A: operand.Operand, B: operand.Operand, C: operand.Operand, allow_tf32, variant) -> tuple:
+def plan_key(dev: int, A: operand.Operand, B: operand.Operand, C: operand.Operand, allow_tf32, variant) -> tuple:
     """What a plan depends on: device, type, shapes, strides, the pointers' 16-byte alignment, flags."""
     return (dev, A.dtype, bool(allow_tf32), variant, A.shape, A.strides, B.shape, B.strides, C.shape, C.strides,
             A.ptr & 15, B.ptr & 15, C.ptr & 15)
@@ -290,7 +294,7 @@ def _key(dev: int, A: operand.Operand, B: operand.Operand, C: operand.Operand, a
 def ready_for(A, B, C, allow_tf32: bool, variant, dev: int, lib, verbose=False) -> Ready:
     """The Ready of this 2-D problem: from the cache, or planned and prepared now (not inside a
     CUDA-graph capture: CaptureError, before anything is enqueued)."""
-    key = _key(dev, A, B, C, allow_tf32, variant)
+    key = plan_key(dev, A, B, C, allow_tf32, variant)
     r = _READY.get(key)
     if r is not None:
         return r
@@ -320,7 +324,7 @@ def _verbose(verbose) -> bool:
 
 
 # ---- operands and shapes ------------------------------------------------------------------------------
-def _result_shape(a_shape, b_shape):
+def result_shape(a_shape, b_shape):
     """(broadcast batch, M, K, N, the result's shape as returned) of torch.matmul / cupy.matmul."""
     if len(a_shape) == 0 or len(b_shape) == 0:
         raise ValueError("cugemm.matmul: scalar operands are not allowed (use a * b)")
@@ -354,13 +358,7 @@ def _record(x, what: str) -> operand.Operand:
     return op
 
 
-def _sub(op: operand.Operand, idx, shape2, strides2) -> operand.Operand:
-    """The 2-D operand at batch index `idx` of a batched (broadcast-expanded) record."""
-    off = sum(i * s for i, s in zip(idx, op.strides[:len(idx)]))
-    return op._replace(shape=tuple(shape2), strides=tuple(strides2), ptr=op.ptr + off)
-
-
-def _expand(op: operand.Operand, batch: tuple, is_a: bool) -> tuple:
+def expand(op: operand.Operand, batch: tuple, is_a: bool) -> tuple:
     """(batch strides, 2-D shape, 2-D strides) of `op` broadcast to `batch` + its last two dims (a
     1-D operand promoted as torch.matmul does: A to (1, K), B to (K, 1); the new dim of extent 1)."""
     shape, strides = list(op.shape), list(op.strides)
@@ -380,7 +378,7 @@ def _expand(op: operand.Operand, batch: tuple, is_a: bool) -> tuple:
     return tuple(bstr), tuple(shape[-2:]), tuple(strides[-2:])
 
 
-def _rows(lead, lead_strides, cols: int, itemsize: int):
+def stacked_rows(lead, lead_strides, cols: int, itemsize: int):
     """(rows, row stride) of a batched operand whose batch and row dims (`lead`, byte strides
     `lead_strides`) merge into one dimension of evenly spaced rows, else None."""
     dims = [(d, s) for d, s in zip(lead, lead_strides) if d != 1]
@@ -393,14 +391,14 @@ def _rows(lead, lead_strides, cols: int, itemsize: int):
     return rows, (dims[-1][1] if dims else cols * itemsize)
 
 
-def _fold(A2, B2, C2, batch, a_b, b_b, c_b):
+def fold(A2, B2, C2, batch, a_b, b_b, c_b):
     """(A, B, C) as one 2-D product when B does not vary over the batch and A's and C's batches
     stack into rows (activations against one weight: (B, M, K) @ (K, N)), else None."""
     if any(s for d, s in zip(batch, b_b) if d != 1):
         return None
     (M, K), N = A2.shape, B2.shape[1]
-    ra = _rows(batch + (M,), a_b + (A2.strides[0],), K, A2.dtype.itemsize)
-    rc = _rows(batch + (M,), c_b + (C2.strides[0],), N, C2.dtype.itemsize)
+    ra = stacked_rows(batch + (M,), a_b + (A2.strides[0],), K, A2.dtype.itemsize)
+    rc = stacked_rows(batch + (M,), c_b + (C2.strides[0],), N, C2.dtype.itemsize)
     if ra is None or rc is None or ra[1] == 0 or rc[1] == 0:
         return None
     return (A2._replace(shape=(ra[0], K), strides=(ra[1], A2.strides[1])), B2,
@@ -411,32 +409,62 @@ def _fold(A2, B2, C2, batch, a_b, b_b, c_b):
 def torch_matmul(a, b, out=None, *, allow_tf32: bool = False, variant=None, verbose: bool = False):
     """A @ B for torch CUDA tensors, on torch's current stream, with no autograd (the operands'
     memory is read directly: what torch.ops.cugemm.matmul runs). Returns `out` or a new tensor."""
-    if out is None and a.dim() == 2 and b.dim() == 2 and variant is None:
-        # the serving path: one plan-cache look-up, one allocation, the launches
-        dev = a.get_device()
-        sa, sb = a.stride(), b.stride()
-        size = a.element_size()
-        M, K = a.shape
-        N = b.shape[1]
-        pa, pb = a.data_ptr(), b.data_ptr()
-        r = _READY.get((dev, a.dtype, bool(allow_tf32), M, K, N, sa, sb, pa & 15, pb & 15))
-        if r is not None and b.dtype == a.dtype and b.get_device() == dev:
-            c = _TorchLib.empty((M, N), a)
-            r.run(_TorchLib, _TorchLib.stream(dev), pa, pb, c.data_ptr(), a, b, c)
+    if _TENSOR is None:
+        _see_torch(sys.modules["torch"])
+    if out is None and variant is None and a.dim() == 2 and b.dim() == 2:
+        c = _torch_2d(a, b, allow_tf32)
+        if c is not None:
             return c
-        if r is None and M and N and K and b.shape[0] == K and b.dtype == a.dtype and b.get_device() == dev >= 0:
-            c = _TorchLib.empty((M, N), a)
-            A = _record(a, "A")
-            B = _record(b, "B")
-            C = _record(c, "out")
-            with _on_device(dev):
-                r = ready_for(A, B, C, allow_tf32, None, dev, _TorchLib, verbose)
-            r.run(_TorchLib, _TorchLib.stream(dev), pa, pb, c.data_ptr(), a, b, c)
-            if C.ptr & 15 == 0 and r.fast:
+        c = _TorchLib.empty((a.shape[0], b.shape[1]), a) if a.shape[1] == b.shape[0] else None
+        if c is not None and c.numel() and a.shape[1] and b.dtype == a.dtype and c.data_ptr() & 15 == 0:
+            _general(a, b, c, allow_tf32, None, verbose, _TorchLib)
+            r = _READY.get(plan_key(a.get_device(), _record(a, "A"), _record(b, "B"), _record(c, "out"),
+                                    allow_tf32, None))
+            if r is not None and r.fast:  # file it under the serving path's key
                 with _lock:
-                    _READY[(dev, a.dtype, bool(allow_tf32), M, K, N, sa, sb, pa & 15, pb & 15)] = r
+                    _READY[_torch_key(a, b, allow_tf32)] = r
             return c
     return _general(a, b, out, allow_tf32, variant, verbose, _TorchLib)
+
+
+def _torch_key(a, b, allow_tf32) -> tuple:
+    """The torch serving path's plan key (the result is a fresh dense tensor, 16-byte aligned)."""
+    return (a.get_device(), a.dtype, b.dtype, bool(allow_tf32), a.shape, b.shape, a.stride(), b.stride(),
+            a.data_ptr() & 15, b.data_ptr() & 15)
+
+
+def _torch_2d(a, b, allow_tf32):
+    """The serving path of a 2-D torch product planned before: one look-up, one allocation, the
+    launches; None when the plan cache does not hold it."""
+    pa, pb = a.data_ptr(), b.data_ptr()
+    dev = a.get_device()
+    r = _READY.get((dev, a.dtype, b.dtype, bool(allow_tf32), a.shape, b.shape, a.stride(), b.stride(), pa & 15,
+                    pb & 15))
+    if r is None:
+        return None
+    c = _torch_empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=_DEVICES.get(dev) or _torch_device(dev))
+    if r.direct:
+        r.gemm.launch_abc(pa, pb, c.data_ptr(), _torch_stream(dev))
+    else:
+        r.run(_TorchLib, _torch_stream(dev), pa, pb, c.data_ptr(), a, b, c)
+    return c
+
+
+_DEVICES: dict = {}   # device index -> torch.device
+
+
+def _torch_device(dev: int):
+    import torch
+
+    d = _DEVICES[dev] = torch.device("cuda", dev)
+    return d
+
+
+_torch_stream = _TorchLib.stream
+_torch_empty = None     # torch.empty
+_TENSOR = None          # torch.Tensor, once a torch call has been seen
+_is_compiling = None    # torch.compiler.is_compiling
+_grad_enabled = None    # torch.is_grad_enabled
 
 
 def _on_device(dev: int):
@@ -468,7 +496,10 @@ def _cupy_matmul(a, b, out, allow_tf32, variant, verbose):
     if r is None:
         return None
     c = _CupyLib.empty((a.shape[0], b.shape[1]), a) if out is None else out
-    r.run(_CupyLib, _CupyLib.stream(a.device.id), a.data.ptr, b.data.ptr, c.data.ptr, a, b, c)
+    if r.direct:
+        r.gemm.launch_abc(a.data.ptr, b.data.ptr, c.data.ptr, _CupyLib.stream(0))
+    else:
+        r.run(_CupyLib, _CupyLib.stream(0), a.data.ptr, b.data.ptr, c.data.ptr, a, b, c)
     return c
 
 
@@ -478,7 +509,7 @@ def _general(a, b, out, allow_tf32, variant, verbose, lib):
     if A.dtype is not B.dtype:
         raise TypeError(f"cugemm.matmul: A is {A.dtype.name} and B is {B.dtype.name}; cugemm multiplies "
                         "operands of one type (cast one of them first)")
-    batch, M, K, N, final, squeeze = _result_shape(A.shape, B.shape)
+    batch, M, K, N, final, squeeze = result_shape(A.shape, B.shape)
     full = batch + (M, N)
     like = a
     if out is None:
@@ -500,8 +531,8 @@ def _general(a, b, out, allow_tf32, variant, verbose, lib):
         o_shape.insert(pos, 1)
         o_strides.insert(pos, 0)
     O = O._replace(shape=tuple(o_shape), strides=tuple(o_strides))
-    a_b, a2s, a2st = _expand(A, batch, True)
-    b_b, b2s, b2st = _expand(B, batch, False)
+    a_b, a2s, a2st = expand(A, batch, True)
+    b_b, b2s, b2st = expand(B, batch, False)
     c_b = tuple(O.strides[:len(batch)])
     A2 = A._replace(shape=a2s, strides=a2st)
     B2 = B._replace(shape=b2s, strides=b2st)
@@ -516,7 +547,7 @@ def _general(a, b, out, allow_tf32, variant, verbose, lib):
         return out
     stream = lib.stream(dev)
     with _on_device(dev):
-        folded = _fold(A2, B2, C2, batch, a_b, b_b, c_b) if batch else (A2, B2, C2)
+        folded = fold(A2, B2, C2, batch, a_b, b_b, c_b) if batch else (A2, B2, C2)
         if folded is not None:
             _run2d(*folded, allow_tf32, variant, verbose, lib, dev, stream, a, b, out)
         else:
@@ -586,6 +617,12 @@ def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: b
     torch tensors that require grad (with grad enabled) get a result with a grad_fn, and
     torch.compile traces the call as the op torch.ops.cugemm.matmul (cugemm/torch_op.py).
     """
+    t = _TENSOR
+    if type(a) is t and type(b) is t and out is None and variant is None and not _is_compiling() and \
+            not (_grad_enabled() and (a.requires_grad or b.requires_grad)) and a.dim() == 2 and b.dim() == 2:
+        c = _torch_2d(a, b, bool(allow_tf32))  # the serving path of a 2-D torch product
+        if c is not None:
+            return c
     cupy = sys.modules.get("cupy")
     if cupy is not None and type(a) is cupy.ndarray and type(b) is cupy.ndarray and a.ndim == 2 and b.ndim == 2:
         done = _cupy_matmul(a, b, out, allow_tf32, variant, verbose)
@@ -593,6 +630,7 @@ def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: b
             return done
     if operand.is_torch(a) or operand.is_torch(b):
         torch = sys.modules["torch"]
+        _see_torch(torch)
         if not (operand.is_torch(a) and operand.is_torch(b)):
             raise TypeError("cugemm.matmul: one operand is a torch tensor and the other is not; pass two "
                             "torch tensors (torch.as_tensor / torch.from_dlpack) or two CuPy arrays")
@@ -612,7 +650,7 @@ def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: b
             return r
         if out is not None and not operand.is_torch(out):
             raise TypeError("cugemm.matmul: out must be a torch tensor when the operands are")
-        return torch_matmul(a, b, out, allow_tf32=allow_tf32, variant=variant, verbose=verbose)
+        return torch_matmul(a, b, out, allow_tf32=bool(allow_tf32), variant=variant, verbose=verbose)
     cupy = _cupy()
     launch._cuda_device()
     a, b = _as_cupy(a, "A"), _as_cupy(b, "B")
@@ -624,13 +662,23 @@ def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: b
     return c
 
 
+def _see_torch(torch) -> None:
+    global _TENSOR, _is_compiling, _grad_enabled, _torch_empty, _torch_stream
+    if _TENSOR is None:
+        _is_compiling, _grad_enabled, _torch_empty = torch.compiler.is_compiling, torch.is_grad_enabled, torch.empty
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # torch's own fast accessor
+        if raw is not None:
+            _torch_stream = raw
+        _TENSOR = torch.Tensor
+
+
 def _remember_cupy(a, b, c, out, allow_tf32) -> None:
     """File the Ready of a 2-D CuPy product just run under the CuPy serving path's key (a fresh
     result's key assumes a 16-byte-aligned pointer, as CuPy's pool gives)."""
     if not (a.size and b.size and c.size) or c.data.ptr & 15:
         return
     A, B, C = (operand.describe(x, w, "cugemm.matmul") for x, w in ((a, "A"), (b, "B"), (c, "out")))
-    r = _READY.get(_key(a.device.id, A, B, C, allow_tf32, None))
+    r = _READY.get(plan_key(a.device.id, A, B, C, allow_tf32, None))
     if r is not None and r.fast:
         with _lock:
             _READY[_cupy_key(a, b, out, allow_tf32)] = r
@@ -665,9 +713,9 @@ def explain(a, b, out=None, *, variant=None, allow_tf32: bool = False) -> select
     if A.dtype is not B.dtype:
         raise TypeError(f"cugemm.matmul: A is {A.dtype.name} and B is {B.dtype.name}; cugemm multiplies "
                         "operands of one type (cast one of them first)")
-    batch, M, K, N, final, _ = _result_shape(A.shape, B.shape)
-    a_b, a2s, a2st = _expand(A, batch, True)
-    b_b, b2s, b2st = _expand(B, batch, False)
+    batch, M, K, N, final, _ = result_shape(A.shape, B.shape)
+    a_b, a2s, a2st = expand(A, batch, True)
+    b_b, b2s, b2st = expand(B, batch, False)
     A2, B2 = A._replace(shape=a2s, strides=a2st), B._replace(shape=b2s, strides=b2st)
     if out is not None:
         O = operand.describe(out, "out", "cugemm.matmul")
@@ -678,7 +726,7 @@ def explain(a, b, out=None, *, variant=None, allow_tf32: bool = False) -> select
         size = A.dtype.itemsize
         C2 = operand.of_layout((M, N), A.dtype, "row", N, 256)
         c_b = tuple(operand.dense_strides(batch + (M, N), size, "C")[:len(batch)])
-    folded = _fold(A2, B2, C2, batch, a_b, b_b, c_b) if batch else (A2, B2, C2)
+    folded = fold(A2, B2, C2, batch, a_b, b_b, c_b) if batch else (A2, B2, C2)
     if folded is not None:
         A2, B2, C2 = folded
     dev = _device_of(a, _TorchLib if operand.is_torch(a) else _CupyLib) if hasattr(a, "device") else \
@@ -690,7 +738,7 @@ def execute(plan: select.Plan, a, b, out) -> None:
     """Run `plan` on 2-D CuPy arrays (the tuner times plans this way), on the current CuPy stream."""
     A, B, C = (operand.describe(x, w, "cugemm.matmul") for x, w in ((a, "A"), (b, "B"), (out, "out")))
     dev = a.device.id
-    key = ("plan", id(plan), _key(dev, A, B, C, False, None))
+    key = ("plan", id(plan), plan_key(dev, A, B, C, False, None))
     r = _READY.get(key)
     if r is None or r.plan is not plan:
         r = Ready(plan, A, B, C, dev)

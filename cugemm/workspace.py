@@ -9,9 +9,9 @@ used, so they are zero again when it ends). Both live in one buffer, counters fi
 
 Two launches that may run at the same time need separate buffers; launches in one stream run one
 after the other, so a buffer is held per (allocator, device, stream) and grown when a launch needs
-more (`held`). Under CUDA-graph capture nothing may be allocated outside the graph's own pool, and
-a buffer the graph reads must outlive it: `fresh` allocates one per call with the caller's
-allocator (torch's caching allocator inside a capture gives memory from the graph's pool, zeroed by
+more (`held`); a buffer held before a capture serves launches captured on its stream (it lives as
+long as the process holds it). A new buffer is not held from inside a capture, where nothing may be
+allocated outside the graph's own pool: `fresh` allocates one per call with the caller's allocator (torch's caching allocator inside a capture gives memory from the graph's pool, zeroed by
 a memset the graph records, and kept for the graph's life by torch).
 
 Allocators are callables `alloc(nbytes) -> (owner, address)` returning a zeroed buffer: `cupy_alloc`
@@ -61,6 +61,14 @@ def fresh(need: Need, alloc) -> tuple[Work, object]:
     """A new zeroed buffer for one launch: (its Work, the owner to keep alive while it runs)."""
     owner, base = alloc(need.nbytes)
     return _work(need, base), owner
+
+
+def lookup(kind: str, device: int, stream: int, need: Need):
+    """The Work of the buffer held for that stream when it is big enough for `need`, else None."""
+    hit = _HELD.get((kind, device, stream))
+    if hit is not None and hit[1].floats >= need.floats and hit[1].counters >= need.counters:
+        return hit[2]
+    return None
 
 
 def held(kind: str, device: int, stream: int, need: Need, alloc) -> Work:
