@@ -90,7 +90,7 @@ def kernel_path(variant: Variant) -> Path:
     return KERNEL_DIR / variant.source
 
 
-def _file_source(path: Path) -> str:
+def file_source(path: Path) -> str:
     if not path.is_file():
         raise FileNotFoundError(f"cugemm: kernel source not found: {path}")
     deps = [path] + sorted(KERNEL_DIR.rglob("*.cuh"))
@@ -103,7 +103,7 @@ def _file_source(path: Path) -> str:
 
 def source(variant: Variant) -> str:
     """The complete source string compiled for `variant` (project headers inlined)."""
-    return _file_source(kernel_path(variant))
+    return file_source(kernel_path(variant))
 
 
 def options(text: str, arch: str | None = None) -> tuple:
@@ -304,6 +304,20 @@ def disassemble(cubin: bytes) -> str:
 # ---- GPU compile and load (CuPy RawModule) ------------------------------------------------------
 _functions: dict[tuple, object] = {}
 _load_lock = threading.Lock()
+
+
+def set_defines(defines) -> None:
+    """Compile every later kernel load with -D<d> for each d in `defines` (e.g. 'CUGEMM_PDL=0'),
+    forgetting the loaded kernels and each variant's launch state: the probes that build the kernels
+    both ways in one process use it. set_defines(()) restores the defaults."""
+    global _BASE_OPTIONS
+    from . import registry
+
+    _BASE_OPTIONS = ("-std=c++17",) + tuple(f"-D{d}" for d in defines)
+    with _load_lock:
+        _functions.clear()
+    for v in registry.variants():
+        v._launch.clear()
 
 
 def _gpu_arch_option(v: Variant, cc: int) -> str | None:

@@ -49,7 +49,7 @@ def kernel(itemsize: int, dev: int | None = None):
     if fns is None:
         from . import jit
 
-        text = jit._file_source(jit.KERNEL_DIR / "util" / "relayout.cu")
+        text = jit.file_source(jit.KERNEL_DIR / "util" / "relayout.cu")
         loaded = jit.load_source(text, ["relayout<unsigned short>", "relayout<unsigned int>"],
                                  what="kernels/util/relayout.cu")
         fns = _KERNELS[dev] = {2: loaded["relayout<unsigned short>"], 4: loaded["relayout<unsigned int>"]}

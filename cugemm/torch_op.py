@@ -159,6 +159,12 @@ def _defined() -> bool:
         return False
 
 
+def library():
+    """The torch.library.Library holding this module's registrations (None in a copy of the module
+    that found the operator already defined)."""
+    return _LIB
+
+
 def register():
     """Define torch.ops.cugemm.matmul (CUDA kernel, fake implementation, autograd) unless this
     process already has it; returns the OpOverload. Safe to call any number of times, from any
@@ -193,12 +199,21 @@ class Linear(torch.nn.Linear):
     parameters, state_dict and init as nn.Linear."""
 
     allow_tf32: bool = False
+    _wt = None      # weight.T, made once for calls autograd does not record
+    _wt_of = None   # the weight it is a view of
 
     def forward(self, x):
-        if x.dim() > 2 and x.is_contiguous():  # (..., K) as rows: cugemm.matmul's 2-D serving path
-            y = _cugemm.matmul(x.flatten(0, -2), self.weight.T, allow_tf32=self.allow_tf32).unflatten(0, x.shape[:-1])
-        else:
-            y = _cugemm.matmul(x, self.weight.T, allow_tf32=self.allow_tf32)
+        w = self.weight
+        if torch.is_grad_enabled() and w.requires_grad:
+            wt = w.T  # recorded by autograd: a view made in this call
+        else:  # the same view every call (a (B, T, K) x takes cugemm.matmul's serving path as it is)
+            wt = self._wt
+            if wt is None or self._wt_of is not w or wt.data_ptr() != w.data_ptr():
+                with torch.no_grad():
+                    wt = w.T
+                # plain attributes (Module.__setattr__ would register the Parameter a second time)
+                self.__dict__["_wt"], self.__dict__["_wt_of"] = wt, w
+        y = _cugemm.matmul(x, wt, allow_tf32=self.allow_tf32)
         if self.bias is None:
             return y
         if torch.is_grad_enabled() and (y.requires_grad or self.bias.requires_grad):

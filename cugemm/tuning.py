@@ -26,6 +26,7 @@ SMs, clocks and tensor cores; more bandwidth).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -233,14 +234,33 @@ class Measured:
 
     def __call__(self, v, p):
         """The time of `v` on `p` from the first table that measured a bucket near `p` (the tuning
-        cache before the shipped table), or None."""
+        cache before the shipped table), or None. From a neighbouring bucket (not `p`'s own), the
+        measured time is scaled by the fallback model's time of `v` at `p` over its time at the
+        measured shape: the model knows how the tiles fill the GPU at each shape (M = 1024 and
+        M = 2048 against one weight run 1 and 2 waves of 128 x 64 tiles, but 1/2 and 1 wave of
+        128 x 128 tiles), which a ratio of flops does not."""
         if not self.tables:
             return None
         group = problem_group(p)
         for t in self.tables:
-            if t.nearest(group, p.M, p.N, p.K) is not None:
-                return t.lookup(group, p.M, p.N, p.K, v.name)
+            near = t.nearest(group, p.M, p.N, p.K)
+            if near is None:
+                continue
+            hit = t.lookup(group, p.M, p.N, p.K, v.name)
+            if hit is None or near[1] == 0:
+                return hit
+            m, n, k = t.entries[near[0]]["shape"]
+            here, there = _model_us(v, p), _model_us(v, dataclasses.replace(p, M=m, N=n, K=k))
+            if here is None or there is None:
+                return hit
+            return hit[0] * (m * n * k) / (p.M * p.N * p.K) * here / there, hit[1]
         return None
+
+
+def _model_us(v, p):
+    """select's fallback model of v's kernel on problem p (None when v cannot compute it)."""
+    plan, _ = select.make_plan(v, p)
+    return None if plan is None else select.model_kernel_us(v, p, plan.dims)
 
 
 TUNE_PLANS, TUNE_SPREAD = 6, 5.0  # plans timed per shape, and how far behind the best they may be

@@ -31,12 +31,9 @@ import json
 
 def _build(define: str, flag: int):
     """Make every later kernel load compile with -D<define>=flag."""
-    from cugemm import jit, registry
+    from cugemm import jit
 
-    jit._BASE_OPTIONS = ("-std=c++17", f"-D{define}={flag}")
-    jit._functions.clear()
-    for v in registry.variants():
-        getattr(v, "_launch", {}).clear()
+    jit.set_defines([f"{define}={flag}"])
 
 
 def main():

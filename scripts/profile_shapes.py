@@ -97,7 +97,7 @@ def main():
     if args.define:
         from cugemm import jit
 
-        jit._BASE_OPTIONS = jit._BASE_OPTIONS + tuple(f"-D{d}" for d in args.define)
+        jit.set_defines(args.define)
     if args.summary:
         _summary(args.summary)
     else:

@@ -6,7 +6,7 @@ checking each result; meant to run under compute-sanitizer (memcheck, racecheck)
 
 Shapes: three K tiles (so double-buffered and multistage pipelines wrap around their buffers) over
 one block tile (any-shape variants: an odd shape that cuts every tile edge), then a 2x1-tile shape
-unless --quick. Exits 1 if any result is wrong.
+unless --quick; split-K variants also one tile 16 K tiles deep (its slices and their reduction). Exits 1 if any result is wrong.
 """
 import argparse
 import sys
@@ -25,6 +25,8 @@ def shapes_for(v, quick):
         shapes = [v.tile_shape(1, 1, 3)]
     if not quick:
         shapes.append(v.tile_shape(2, 1, 2))
+    if v.workspace_fn is not None:  # split-K: one tile, K deep enough to be cut into slices
+        shapes.append(v.tile_shape(1, 1, 16))
     if v.max_m:  # kernels for skinny products
         shapes = [(min(M, v.max_m), N, K) for M, N, K in shapes]
     return shapes

@@ -15,7 +15,7 @@ host    Host time per call on a plan-cache hit (2-D fp16, --host-shapes): torch.
         (where the host is the slower, its overhead shows up here). --repeats rounds run every
         callable in turn (A, B, C, ... A, B, C, ...); median and min are reported. Acceptance:
         cugemm host <= torch.matmul host (same shape), printed as PASS/FAIL.
-ratios  x @ W.T on torch tensors over the judge shapes (JUDGE: no tuning table was fitted to them),
+ratios  x @ W.T on torch tensors over the judge shapes (cugemm.bench.measure.LINEAR_JUDGE: no tuning table was fitted to them),
         x (M x K), w (N x K) / sqrt(K). cugemm's result must match torch.matmul's (relative
         Frobenius error < 1e-2). Then (a) back to back, no flush: 7 rounds alternating torch and
         cugemm, CUDA events around a block of n calls (n: the block takes >= 2 ms, n >= 10),
@@ -31,10 +31,6 @@ import math
 import statistics
 import time
 
-JUDGE = ("1x2304x768,8x3072x768,16x768x3072,16x6144x4096,1x28672x8192,8x8192x28672,192x5120x5120,"
-         "192x13824x5120,384x2304x768,512x768x768,1024x3072x768,1024x768x3072,2048x2304x768,"
-         "2048x6144x4096,2048x1024x4096,4096x4096x4096,4096x14336x4096,4096x4096x14336,8192x5120x5120,"
-         "8192x13824x5120,16384x768x3072,16384x3072x768,16384x1024x4096,3000x3072x768")
 DTYPES = {"f16": "float16", "bf16": "bfloat16"}
 
 
@@ -279,7 +275,12 @@ def main():
     if set(args.dtypes) - set(DTYPES):
         p.error(f"--dtypes: one of {sorted(DTYPES)}")
     args.host_shapes = parse_shapes(args.host_shapes)
-    args.shapes = parse_shapes(JUDGE if args.shapes == "judge" else args.shapes)
+    if args.shapes == "judge":
+        from cugemm.bench.measure import LINEAR_JUDGE
+
+        args.shapes = list(LINEAR_JUDGE)
+    else:
+        args.shapes = parse_shapes(args.shapes)
 
     import cupy
     import torch

@@ -4,6 +4,8 @@ One model (12 layers, d_model 768, 12 heads, MLP 3072, vocab 50257, LayerNorm, t
 scaled_dot_product_attention; every product with a weight is an nn.Linear) is built in bf16 and
 deep-copied; the copy has its nn.Linear modules routed to cugemm (same weights). Measured:
 
+Linears carry no bias unless --bias (GPT-2's own layers have them; the shapes are GPT-2 small's).
+
   prefill   forward of (batch, seq) tokens, eager under inference_mode, batch 1 and 8 at seq 1024
   decode    forward of (batch, 1) tokens (KV-less: one position, as the M <= 16 products of a decode
             step), captured in a CUDA graph for each model and replayed
@@ -38,6 +40,10 @@ def parse_args(argv=None):
     p.add_argument("--decode-batches", default="8,16", help="comma-separated batch sizes of 1-token passes")
     p.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
     p.add_argument("--tied", action="store_true", help="tie the lm head to the token embedding")
+    p.add_argument("--bias", action="store_true",
+                   help="give the attention and MLP linears biases, as GPT-2 has (default: none, as LLaMA-style "
+                        "models; stock nn.Linear fuses a bias into cuBLASLt's epilogue, cugemm adds it in a "
+                        "second kernel until it has fused epilogues)")
     p.add_argument("--reps", type=int, default=10, help="samples per model and row (default 10)")
     p.add_argument("--iters", type=int, default=0, help="calls per sample (default: 3 prefill, 50 decode)")
     p.add_argument("--seed", type=int, default=0)
@@ -53,8 +59,9 @@ def build(args, torch, device="cuda"):
             super().__init__()
             d = args.d_model
             self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.fc, self.out = nn.Linear(d, args.mlp), nn.Linear(args.mlp, d)
+            bias = args.bias
+            self.qkv, self.proj = nn.Linear(d, 3 * d, bias=bias), nn.Linear(d, d, bias=bias)
+            self.fc, self.out = nn.Linear(d, args.mlp, bias=bias), nn.Linear(args.mlp, d, bias=bias)
 
         def forward(self, x):
             B, T, C = x.shape
@@ -137,7 +144,7 @@ def main(argv=None) -> int:
     n = top.route_linears(routed)
     models = (stock, routed)
     print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  {args.dtype}  "
-          f"{sum(p.numel() for p in stock.parameters()) / 1e6:.1f}M parameters  {n} nn.Linear routed to cugemm")
+          f"{sum(p.numel() for p in stock.parameters()) / 1e6:.1f}M parameters  {n} nn.Linear routed to cugemm, biases {'on' if args.bias else 'off'}")
     rows, logits = [], {}
 
     def record(kind, batch, seq, ms):

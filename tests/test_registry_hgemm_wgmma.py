@@ -285,10 +285,10 @@ def fake_encode(monkeypatch):
 
     monkeypatch.setattr(tma, "encode_2d", encode)
     tma.clear_cache()
-    hgemm_wgmma._ARGS.clear()
+    hgemm_wgmma.clear_args_cache()
     yield made
     tma.clear_cache()
-    hgemm_wgmma._ARGS.clear()
+    hgemm_wgmma.clear_args_cache()
 
 
 @pytest.mark.parametrize("suffix", ["", "_acol", "_bcol", "_acol_bcol"])
@@ -390,3 +390,125 @@ def test_narrow_bcol_forms_are_hopper_kernels(name):
     assert hgmma and all(re.search(rf"\bHGMMA\.64x{bn}x16\.F32", line) for line in hgmma)
     assert not any(".tnspB" in line for line in hgmma), "B_COL's B tile is K-major: no transposed-B wgmma"
     assert "UTMALDG.2D.MULTICAST" in sass and "UTMASTG.2D" in sass and "USETMAXREG" in sass
+
+
+# ---- rung 10's _bcol forms: x @ W.T without a copy, K-major B panels (08_small_m.cu, B_COL) -------
+def _small_m_rows():
+    return [v for v in _family() if v.template == "hgemm_wgmma_small_m" and not v.param_dict["B_COL"]]
+
+
+def _bcol_name(name: str) -> str:
+    """The _bcol sibling's name: `_bcol` before the dtype suffix (..._stage8_bcol, ..._stage8_bcol_bf16)."""
+    return name[:-5] + "_bcol_bf16" if name.endswith("_bf16") else name + "_bcol"
+
+
+SMALL_M_BCOL = [_bcol_name(v.name) for v in _small_m_rows()]
+
+
+def test_small_m_forms_all_have_bcol_forms():
+    """Every rung-10 form has a _bcol form in fp16 and bf16, registered right after its row-major pair;
+    the row-major ones are B_COL = false, and no other rung-10 variant exists."""
+    names = [v.name for v in _family()]
+    rows = _small_m_rows()
+    assert len(rows) >= 12 and len(SMALL_M_BCOL) == len(rows)
+    for v in rows:
+        if v.name.endswith("_bf16"):
+            continue
+        i = names.index(v.name)
+        assert names[i:i + 4] == [v.name, v.name + "_bf16", v.name + "_bcol", v.name + "_bcol_bf16"]
+    small = {v.name for v in _family() if v.template == "hgemm_wgmma_small_m"}
+    assert small == {v.name for v in rows} | set(SMALL_M_BCOL)
+    assert {64, 128} <= {get_variant(n).param_dict["BN"] for n in SMALL_M_BCOL}
+
+
+@pytest.mark.parametrize("row", _small_m_rows(), ids=lambda v: v.name)
+def test_small_m_bcol_form_is_its_siblings_kernel_but_for_b(row):
+    """The _bcol form is the row-major form's record with B_COL = true and b_layout 'col', nothing else:
+    same tile, block, cluster, stages, shape rules, shared memory, grid, not strided (dense W), and a
+    matmul candidate at its sibling's nominal rate (the same FALLBACK row)."""
+    from cugemm import dtypes, select
+
+    col = get_variant(_bcol_name(row.name))
+    assert row.param_dict["B_COL"] is False and (row.a_layout, row.b_layout) == ("row", "row")
+    assert col.param_dict == {**row.param_dict, "B_COL": True}
+    assert [n for n, _ in col.params] == [n for n, _ in row.params]  # the template's parameter order
+    assert (col.a_layout, col.b_layout, col.layout) == ("row", "col", "row")
+    for field in ("tile", "block", "cluster", "multiple_of", "smem_dynamic", "dtype_in", "dtype_out", "source",
+                  "template", "strided", "align", "c_align", "max_m", "grid_fn", "archs", "math", "pdl"):
+        assert getattr(col, field) == getattr(row, field), field
+    assert col.args_fn.maps_fn is row.args_fn.maps_fn is hgemm_wgmma._maps_small_m
+    for shape in [(64, 4096, 4096), (100, 1000, 776), (512, 2304, 768)]:
+        assert col.grid(*shape, H100) == row.grid(*shape, H100)
+    dt = dtypes.get(col.dtype_in)
+    (_, rate_row, kind_row), (_, rate_col, kind_col) = (select.fallback_row(v, dt, False) for v in (row, col))
+    assert (rate_col, kind_col) == (rate_row, kind_row) == (rate_row, "stream")
+
+
+@pytest.mark.parametrize("name", [n for n in SMALL_M_BCOL if not n.endswith("_bf16")])  # (fake fp16 operands)
+@pytest.mark.parametrize("M", [100, 16])
+def test_maps_of_the_small_m_bcol_forms(fake_encode, name, M):
+    """B's map describes W's dense N x K memory (the 'col' B's rows are its columns): boxes {64 k, P n}
+    of K-major panels (P = 64, or 32 where BN is not a multiple of 64), P / 2 n rows with clusters along
+    M (each block multicasts its half of every panel), always the 128-byte swizzle; A's map is the
+    row-major sibling's (M rounded up to 8 rows below 64; 32 rows with clusters along N)."""
+    v = get_variant(name)
+    p = v.param_dict
+    N, K = 1000, 776
+    a, b, c = _ops(M, N, K, b_col=True)
+    A, B, C = (describe(x, w, v.name) for x, w in ((a, "A"), (b, "B"), (c, "out")))
+    assert check_operands(v, A, B, C) == (M, N, K)
+    sa, sb = (x[1] for x in v.extra_args(A, B, C, M, N, K))
+    panel = 64 if p["BN"] % 64 == 0 else 32
+    n_rows = panel // 2 if p["CLUSTER"] == 2 and p["ALONG_M"] else panel
+    assert (sb.rows, sb.cols, sb.row_stride, sb.box, sb.swizzle) == (N, K, 2 * K, (64, n_rows), 128)
+    assert n_rows % 8 == 0 and sb.box[0] * 2 == 128  # whole 128-byte rows, whole 1024-byte swizzle atoms
+    a_rows = 32 if p["CLUSTER"] == 2 and not p["ALONG_M"] else min(64, -(-M // 8) * 8)
+    assert (sa.rows, sa.cols, sa.row_stride, sa.box, sa.swizzle) == (M, K, 2 * K, (64, a_rows), 128)
+    assert len(fake_encode) == 2
+    # the row-major sibling reads B as K x N (its own panels) and refuses W.T
+    row = get_variant(name.replace("_bcol", ""))
+    with pytest.raises(ValueError, match="row-major|column-major|layout"):
+        check_operands(row, A, B, C)
+    _, b_row, _ = _ops(M, N, K)
+    rb = row.extra_args(A, describe(b_row, "B", row.name), C, M, N, K)[1][1]
+    assert (rb.rows, rb.cols, rb.box, rb.swizzle) == (K, N, (panel, 32 if p["CLUSTER"] == 2 and p["ALONG_M"] else 64),
+                                                       2 * panel)
+
+
+def test_small_m_bcol_refuses_a_strided_w(fake_encode):
+    """Rung 10 is not strided: W.T must be dense (W's rows K elements apart)."""
+    v = get_variant(SMALL_M_BCOL[0])
+    a, b, c = _ops(64, 1024, 512, b_col=True, ldb=520)
+    A, B, C = (describe(x, w, v.name) for x, w in ((a, "A"), (b, "B"), (c, "out")))
+    with pytest.raises(ValueError, match="column-major, dense"):
+        check_operands(v, A, B, C)
+
+
+@pytest.mark.parametrize("name", [n for n in SMALL_M_BCOL if not n.endswith("_bf16")]
+                         + [n for n in SMALL_M_BCOL if n.endswith("_bf16")][:2])
+def test_small_m_bcol_forms_are_hopper_kernels(name):
+    """The _bcol forms issue wgmmas of the tile width with a K-major B: no .tnspB, which the row-major
+    sibling's every HGMMA carries; TMA loads (multicast with clusters: B along M, A along N), one box
+    of A and one B box per panel (with clusters along M, one piece of every panel) per K-tile; no
+    setmaxnreg (one consumer warpgroup and a producer warp)."""
+    if toolkit.find_tool("cuobjdump") is None:
+        pytest.skip("no cuobjdump on PATH, in the CUDA toolkit or in the nvidia-cuda-cuobjdump wheel")
+    v = get_variant(name)
+    p = v.param_dict
+    bn = p["BN"]
+    sass = _sass(v)
+    hgmma = [line for line in sass.splitlines() if "HGMMA." in line]
+    assert len(hgmma) == 4, "four k16 wgmmas per K-tile"
+    assert all(re.search(rf"\bHGMMA\.64x{bn}x16\.F32", line) for line in hgmma)
+    assert not any(".tnspB" in line or ".tnspA" in line for line in hgmma), "B_COL: K-major B, not transposed"
+    row_hgmma = [line for line in _sass(get_variant(name.replace("_bcol", ""))).splitlines() if "HGMMA." in line]
+    assert row_hgmma and all(".tnspB" in line for line in row_hgmma)
+    assert "SYNCS.PHASECHK" in sass and "USETMAXREG" not in sass
+    loads = re.findall(r"\bUTMALDG\.2D(\.MULTICAST)?\b", sass)
+    panels = bn // (64 if bn % 64 == 0 else 32)
+    assert len(loads) == 1 + panels
+    multicast = sum(1 for m in loads if m)
+    if p["CLUSTER"] == 1:
+        assert multicast == 0
+    else:
+        assert multicast == (panels if p["ALONG_M"] else 1)

@@ -18,7 +18,7 @@ def _probe(arch: str) -> dict:
     """The values the compiled kernel file gives sizeof / offsetof / its constants, from its PTX."""
     from cugemm import jit
 
-    text = jit._file_source(jit.KERNEL_DIR / "util" / "relayout.cu")
+    text = jit.file_source(jit.KERNEL_DIR / "util" / "relayout.cu")
     probes = {"job_size": "sizeof(RelayoutJob)", "jobs_size": "sizeof(RelayoutJobs)",
               "jobs_b": "__builtin_offsetof(RelayoutJobs, b)", "threads": "RELAYOUT_THREADS",
               "chunks": "RELAYOUT_CHUNKS", "blocks_per_sm": "RELAYOUT_BLOCKS_PER_SM"}
@@ -51,7 +51,7 @@ def test_relayout_fits_the_grid_it_is_launched_with(arch):
     RELAYOUT_THREADS fit an SM (65536 registers): the grid cugemm.relayout sizes is one wave."""
     from cugemm import jit
 
-    text = jit._file_source(jit.KERNEL_DIR / "util" / "relayout.cu")
+    text = jit.file_source(jit.KERNEL_DIR / "util" / "relayout.cu")
     for r in jit.compile_source(text, ["relayout<unsigned short>", "relayout<unsigned int>"], arch):
         assert r.spill_bytes == 0 and r.stack_frame == 0, r.log
         assert r.registers * relayout.THREADS * relayout.BLOCKS_PER_SM <= 65536, r.registers

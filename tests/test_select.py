@@ -15,6 +15,7 @@ import pytest
 from cugemm import device, dtypes, operand, select, tuning
 from cugemm.launch import check_operands
 from cugemm.operand import Operand
+from cugemm.registry import get_variant
 
 H100 = device.Device(90, 132, 232448, "NVIDIA H100 80GB HBM3")
 A100 = device.Device(80, 108, 166912, "NVIDIA A100-SXM4-80GB")
@@ -286,7 +287,7 @@ def test_relayout_kernel_compiles_without_spills(arch):
     pytest.importorskip("cupy")
     from cugemm import jit
 
-    text = jit._file_source(jit.KERNEL_DIR / "util" / "relayout.cu")
+    text = jit.file_source(jit.KERNEL_DIR / "util" / "relayout.cu")
     reports = jit.compile_source(text, ["relayout<unsigned short>", "relayout<unsigned int>"], arch)
     assert len(reports) == 2 and all(r.spill_bytes == 0 and r.stack_frame == 0 for r in reports)
 
@@ -306,3 +307,24 @@ def test_plans_of_one_problem_compare_on_one_bucket(tmp_path):
     assert table.lookup(g, 128, 4096, 4096, "b") is None  # not 10 us scaled from M = 256
     # a problem whose own bucket nobody measured uses the nearest one, for every variant alike
     assert table.lookup(g, 362, 4096, 4096, "b")[1] == "tuned~"
+
+
+def test_a_neighbouring_bucket_is_scaled_by_the_model_not_the_flops(tmp_path):
+    """Measured at M = 1024 against a 1024 x 4096 weight, 128 x 64 tiles (128 tiles: one wave) beat
+    128 x 128 tiles (64: half the SMs idle). At M = 2048 the first need two waves and the second
+    fill one: the times from the neighbouring bucket are scaled by the model's ratio of the two
+    shapes, so the 128 x 128 tiles win there, as a ratio of flops would never say."""
+    n64 = "hgemm_wgmma_m64n64k16_persistent_cluster2_tma_store_stage8_bcol"
+    n128 = "hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6_bcol"
+    path = tmp_path / "tuning.json"
+    ref, *_ = problem(1024, 1024, 4096, b="col")
+    tuning.merge(path, "gpu", _entry(ref, {n64: 10.0, n128: 14.0}))
+    m = tuning.Measured(tuning.load_tuned("gpu", path))
+    assert select.select(ref, m, [n64, n128]).plan.variant.name == n64
+    p, *_ = problem(2048, 1024, 4096, b="col")
+    t64, src = m(get_variant(n64), p)
+    t128, _ = m(get_variant(n128), p)
+    assert src == "tuned~"
+    assert 17.0 < t64 < 21.0                       # twice the tiles, about twice the waves (1.94)
+    assert t128 == pytest.approx(14.0, rel=0.05)  # twice the tiles, the same one wave
+    assert select.select(p, m, [n64, n128]).plan.variant.name == n128

@@ -42,14 +42,14 @@ def test_registration_is_idempotent():
     assert op is top.register() is torch.ops.cugemm.matmul.default
     assert str(op._schema) == "cugemm::matmul(Tensor a, Tensor b, bool allow_tf32=False) -> Tensor"
     assert torch.Tag.pt2_compliant_tag in op.tags
-    lib = top._LIB
+    lib = top.library()
     importlib.reload(top)
-    assert top._LIB is lib and top.register() is op
+    assert top.library() is lib and top.register() is op
     # a second copy of the module (another name, its own globals) finds the operator and defines nothing
     spec = importlib.util.spec_from_file_location("cugemm._torch_op_copy", top.__file__)
     copy = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(copy)
-    assert copy._LIB is None and copy.register() is op
+    assert copy.library() is None and copy.register() is op
     assert top.matmul(meta((3, 4)), meta((4, 5))).shape == (3, 5)
 
 

@@ -76,6 +76,19 @@ class Row:
 
 LLM_M = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 LLM_NK = ((4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096))
+# linear layers of GPT-2 medium / large and 2.7B-class decoders (N x K weights), for tuning x @ W.T
+# (issue 22): no shape of it is in LINEAR_JUDGE, the set its results are judged on
+GPT_M = (1, 8, 32, 128, 256, 512, 1024, 4096, 8192)
+GPT_NK = ((3072, 1024), (1024, 1024), (4096, 1024), (1024, 4096), (3840, 1280), (1280, 1280), (5120, 1280),
+          (1280, 5120), (2560, 2560), (10240, 2560))
+# x @ W.T shapes cugemm.matmul is judged on against torch.matmul (scripts/serving_bench.py): GPT-2 small,
+# Llama-3 8B / 70B, 13B-class layers at 1 to 16384 tokens; no table was fitted to any of them
+LINEAR_JUDGE = ((1, 2304, 768), (8, 3072, 768), (16, 768, 3072), (16, 6144, 4096), (1, 28672, 8192),
+                (8, 8192, 28672), (192, 5120, 5120), (192, 13824, 5120), (384, 2304, 768), (512, 768, 768),
+                (1024, 3072, 768), (1024, 768, 3072), (2048, 2304, 768), (2048, 6144, 4096), (2048, 1024, 4096),
+                (6144, 4096, 4096), (3072, 14336, 4096), (4096, 4096, 14336), (8192, 5120, 5120),
+                (8192, 13824, 5120), (16384, 768, 3072), (16384, 3072, 768), (16384, 1024, 4096),
+                (3000, 3072, 768))
 
 
 def _grid(ms, ns, ks):
@@ -94,6 +107,12 @@ SWEEPS = {
     "matmul-square": lambda cap: [(s, s, s) for s in (1024, 2048, 3072, 4096, 6144, 8192)],
     # LLM layers: M tokens against N x K of common hidden sizes (Llama 7B / Mistral projections)
     "llm": lambda cap: [(m, n, k) for n, k in LLM_NK for m in LLM_M],
+    # the LLM layers at the token counts between llm's (x @ W.T tuning, issue 22)
+    "llm-mid": lambda cap: [(m, n, k) for n, k in LLM_NK for m in (96, 192, 384, 768, 1536, 2560)],
+    # GPT-2 medium / large and 2.7B-class layers (the x @ W.T tuning set of issue 22)
+    "gpt": lambda cap: [(m, n, k) for n, k in GPT_NK for m in GPT_M],
+    # the x @ W.T judge set (scripts/serving_bench.py)
+    "linear-judge": lambda cap: list(LINEAR_JUDGE),
     # misaligned rows (cuBLAS leaves its fast kernels) and odd sizes
     "odd": lambda cap: [(4095, 4097, 1023), (1023, 1025, 4095), (2047, 2049, 2047), (8191, 8193, 1025),
                         (1000, 1000, 1000), (4097, 4095, 4097)],

@@ -82,6 +82,11 @@ both quantise badly: 3072^3 is 2.2 rounds of 132 SMs in 128x256 tiles, 4.4 in 12
 The 128x64, 128x128 and 128x192 TMA-store forms also come as `_bcol` (fp16 and bf16; `_tile_forms`): B read
 column-major without a copy, for x @ W.T at the mid sizes whose 128x256 tiles underfill the SMs; no NARROW_EDGE
 (BN = 256 only). Compiled (sm_90a, 168 registers, no spills), not yet run or measured on a GPU.
+Rung 10's forms (64-row tiles, 08_small_m.cu) also come as `_bcol` (fp16 and bf16, `_SMALL_M_FORMS`), for x @ W.T
+at M = 64..512 tokens against large weights: K-major 128-byte-swizzled B panels of 64 (or, for BN = 32, 96, 32) n
+rows, boxes {64 k, panel rows} of W's N x K memory; clusters along M multicast half of every panel's n rows from each
+block, clusters along N share A as before. Compiled (sm_90a, the row-major forms' registers, no spills), not yet run
+or measured on a GPU.
 The NARROW_EDGE forms walk their tiles edge-last and serpentine (04_persistent.cu, lib/raster.cuh):
 the narrow last column's tiles fill the last, partial round; cugemm.matmul at 4095x4097x1023 went
 from 283% to 298-300% of cupy.matmul fp16, 289% to 305% bf16.
@@ -201,6 +206,11 @@ def cached_args(maps_fn):
     return args_fn
 
 
+def clear_args_cache() -> None:
+    """Forget the tensor maps cached_args remembers (tests that fake the encoder use it)."""
+    _ARGS.clear()
+
+
 def row_stride(op, cols: int, itemsize: int, layout: str = "row") -> int:
     """Bytes between the rows of `op` as it lies in memory: strides[0] for a 'row' operand,
     strides[1] for a 'col' one (whose memory rows are its columns). A matrix of one memory row may
@@ -261,7 +271,10 @@ def _maps_small_m(v, A, B, C, M, N, K):
     """Rung 10 (08_small_m.cu): A in boxes {64 k, 64 rows} (M rounded up to 8 rows when M < 64, as
     the kernel's a_rows; 32 rows with clusters along N, whose blocks copy one part each), 128-byte
     swizzled; B in panels of 64 columns (128-byte swizzle) or, where the tile width is not a multiple
-    of 64, 32 columns (64-byte swizzle), boxes of 64 k rows (32 with clusters along M)."""
+    of 64, 32 columns (64-byte swizzle), boxes of 64 k rows (32 with clusters along M). B_COL (the
+    _bcol forms, b_layout 'col': B is W.T of an N x K weight): B's map describes W's N x K memory,
+    K-major panels of the same 64 or 32 n rows, boxes {64 k, panel n rows} (half the rows with
+    clusters along M, whose blocks copy one part each), 128-byte swizzled whatever the panel."""
     dt, size = v.dtype_in, v.dt_in.itemsize
     p = v.param_dict
     shared = p["CLUSTER"]  # blocks sharing the multicast operand
@@ -269,7 +282,11 @@ def _maps_small_m(v, A, B, C, M, N, K):
     b_rows = BK // shared if p["ALONG_M"] else BK
     panel = 64 if p["BN"] % 64 == 0 else 32
     ma = tma.tensor_map_2d(A.ptr, dt, M, K, row_stride(A, K, size), (BK, a_rows))
-    mb = tma.tensor_map_2d(B.ptr, dt, K, N, row_stride(B, N, size), (panel, b_rows), swizzle=2 * panel)
+    if p.get("B_COL"):
+        n_rows = panel // shared if p["ALONG_M"] else panel
+        mb = tma.tensor_map_2d(B.ptr, dt, N, K, row_stride(B, K, size, "col"), (BK, n_rows), swizzle=128)
+    else:
+        mb = tma.tensor_map_2d(B.ptr, dt, K, N, row_stride(B, N, size), (panel, b_rows), swizzle=2 * panel)
     return ma, mb
 
 
@@ -404,20 +421,45 @@ def small_m_smem_bytes(bn: int, stages: int) -> int:
 _CLUSTER_DOC = {"_cluster2m": ", clusters of 2 along M sharing B", "_cluster2n": ", clusters of 2 along N sharing A"}
 
 
-def _small_m(bn: int, stages: int, cluster: int, along_m: bool, doc: str) -> tuple:
+def _small_m(bn: int, stages: int, cluster: int, along_m: bool, doc: str, b_col: bool = False) -> tuple:
     """Rung 10 (08_small_m.cu), 64 x bn tiles, in fp16 and bf16; clusters of `cluster` blocks along M
-    (`_cluster2m`, sharing B) or along N (`_cluster2n`, sharing A)."""
+    (`_cluster2m`, sharing B) or along N (`_cluster2n`, sharing A). b_col: the `_bcol` form (B_COL,
+    b_layout 'col': B read column-major, the x @ W.T of a linear layer, no copy)."""
     c = f"_cluster{cluster}{'m' if along_m else 'n'}" if cluster > 1 else ""
+    col = "_bcol" if b_col else ""
+    bf_doc = f"rung 10 with 64x{bn} tiles{_CLUSTER_DOC.get(c, '')}{' and ' + _FORM_DOC['_bcol'] if b_col else ''}"
     return tuple(
         Variant(source="hgemm_wgmma/08_small_m.cu", template="hgemm_wgmma_small_m",
                 params=(("BN", bn), ("STAGES", stages), ("GROUP", 8), ("CLUSTER", cluster), ("ALONG_M", along_m),
-                        ("T", CTYPES[dtype])),
-                tile=(64, bn, BK), block=(160, 1, 1), multiple_of=(1, 8, 8),
+                        ("B_COL", b_col), ("T", CTYPES[dtype])),
+                tile=(64, bn, BK), block=(160, 1, 1), multiple_of=(1, 8, 8), b_layout="col" if b_col else "row",
                 smem_dynamic=small_m_smem_bytes(bn, stages), cluster=(cluster, 1, 1),
                 grid_fn=persistent_grid, args_fn=cached_args(_maps_small_m),
-                **_common(f"hgemm_wgmma_m64n{bn}k16_small_m{c}_stage{stages}{bf}", dtype,
-                          doc if not bf else f"rung 10 with 64x{bn} tiles{_CLUSTER_DOC.get(c, '')} in bf16"))
+                **_common(f"hgemm_wgmma_m64n{bn}k16_small_m{c}_stage{stages}{col}{bf}", dtype,
+                          doc if not bf else f"{bf_doc} in bf16"))
         for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")))
+
+
+# Rung 10's forms: (BN, STAGES, CLUSTER, ALONG_M, doc), each registered row-major and as `_bcol`.
+_SMALL_M_FORMS = (
+    (32, 16, 1, True,
+     "64-row tiles for products with few rows: 64x32 tiles (wgmma m64n32k16, B in 64-byte-swizzled "
+     "32-column panels), one consumer warpgroup and a producer warp, 16 stages, persistent, no "
+     "split-K (M=64 against a 4096-wide weight: 128 tiles); A boxes of M rows when M < 64"),
+    (64, 12, 2, True, "rung 10 with 64x64 tiles, 12 stages, clusters of 2 along M sharing B"),
+    (96, 10, 1, True, "rung 10 with 64x96 tiles (three 32-column panels), 10 stages (N = 11008: 115 tiles)"),
+    (128, 8, 2, True, "rung 10 with 64x128 tiles, 8 stages, clusters of 2 along M sharing B"),
+    (128, 8, 2, False, "rung 10 with 64x128 tiles, 8 stages, clusters of 2 along N sharing A"),
+    (192, 6, 2, True, "rung 10 with 64x192 tiles, 6 stages, clusters of 2 along M sharing B"),
+)
+
+
+def _small_m_bcol_doc(bn: int, cluster: int, along_m: bool) -> str:
+    """The doc line of a rung-10 `_bcol` form."""
+    side = ("" if cluster == 1 else ", clusters of 2 along M sharing B (each block multicasts half of every "
+            "panel's n rows)" if along_m else ", clusters of 2 along N sharing A")
+    return (f"rung 10 with 64x{bn} tiles{side} and {_FORM_DOC['_bcol']}: 128-byte-swizzled K-major panels "
+            f"of {64 if bn % 64 == 0 else 32} n rows, no copy (x @ W.T for mid-size activations)")
 
 
 def _persistent_bt(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, dtype="float16", doc, **kw):
@@ -500,15 +542,11 @@ VARIANTS: tuple[Variant, ...] = (
     *_top_forms("float16"),
     *_top_forms("bfloat16"),
     # ---- rung 10: 64-row tiles as narrow as 32 columns, 6-16 stages, for products with few rows ------
-    *_small_m(32, 16, 1, True,
-              "64-row tiles for products with few rows: 64x32 tiles (wgmma m64n32k16, B in 64-byte-swizzled "
-              "32-column panels), one consumer warpgroup and a producer warp, 16 stages, persistent, no "
-              "split-K (M=64 against a 4096-wide weight: 128 tiles); A boxes of M rows when M < 64"),
-    *_small_m(64, 12, 2, True, "rung 10 with 64x64 tiles, 12 stages, clusters of 2 along M sharing B"),
-    *_small_m(96, 10, 1, True, "rung 10 with 64x96 tiles (three 32-column panels), 10 stages (N = 11008: 115 tiles)"),
-    *_small_m(128, 8, 2, True, "rung 10 with 64x128 tiles, 8 stages, clusters of 2 along M sharing B"),
-    *_small_m(128, 8, 2, False, "rung 10 with 64x128 tiles, 8 stages, clusters of 2 along N sharing A"),
-    *_small_m(192, 6, 2, True, "rung 10 with 64x192 tiles, 6 stages, clusters of 2 along M sharing B"),
+    # (_SMALL_M_FORMS; each form's _bcol sibling, B read column-major for x @ W.T, right after it)
+    *(v for bn, stages, cluster, along_m, doc in _SMALL_M_FORMS
+      for b_col in (False, True)
+      for v in _small_m(bn, stages, cluster, along_m,
+                        _small_m_bcol_doc(bn, cluster, along_m) if b_col else doc, b_col=b_col)),
     # ---- the TF32 sibling of the top structure (float32 in and out) --------------------------------
     _tf32("hgemm_wgmma_tf32_m64n256k8_persistent_stage4",
           doc="float32 GEMM with TF32 wgmma m64n256k8 (C^T = B^T A^T, B^T from registers), persistent "

@@ -17,6 +17,11 @@ K-tiles per slice, at least the operands' bytes over the HBM bandwidth, plus, fo
 cost of storing a partial and the last slice's serial reduction of S - 1 fp32 tiles.
 S is passed to the kernel at launch, with dp_tiles.
 
+The `_bcol` forms (B_COL) read B column-major without a copy: B is the transposed view W.T of a
+row-major N x K weight (the x @ W.T of a linear layer), b_layout 'col'. B's tensor map describes
+that N x K memory (box {64 k, 64 n}; its 16-byte row-stride rule is K % 8 == 0, which multiple_of
+already asks), the kernel's B tiles are K-major (07_splitk.cu). Same plan, workspace and grid.
+
 Workspace: the partial slots (splits * 128 * BN floats per split tile) and the counters (two per
 split tile, zero between launches: the kernel resets them), asked for by `workspace_need` and
 provided by the launcher (cugemm/workspace.py: one buffer per stream, or one per call under
@@ -40,10 +45,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import device
+from .. import device, tma
 from ..variant import Variant
 from ..workspace import Need
-from .hgemm_wgmma import BK, BM, CTYPES, FAMILY, SLACK, _cdiv, _maps_ab, cached_args
+from .hgemm_wgmma import BK, BM, CTYPES, FAMILY, SLACK, _cdiv, _maps_ab, cached_args, row_stride
 
 # ---- the split heuristic -------------------------------------------------------------------------
 MAX_SPLITS = 16
@@ -119,7 +124,18 @@ def workspace_need(v, M, N, K, dev) -> Need:
     return Need(split_tiles * S * BM * bn, 2 * split_tiles)
 
 
-_map_args = cached_args(_maps_ab)
+def _maps_splitk(v, A, B, C, M, N, K):
+    """Tensor maps of A (box {64 k, 128 rows}) and B: row-major (box {64 columns, 64 k}) as _maps_ab,
+    or, for a 'col' B (the _bcol forms), the N x K memory of W in boxes {64 k, 64 n}; 128-byte swizzled."""
+    if v.b_layout != "col":
+        return _maps_ab(v, A, B, C, M, N, K)
+    dt, size = v.dtype_in, v.dt_in.itemsize
+    ma = tma.tensor_map_2d(A.ptr, dt, M, K, row_stride(A, K, size), (BK, v.tile[0]))
+    mb = tma.tensor_map_2d(B.ptr, dt, N, K, row_stride(B, K, size, "col"), (BK, 64))
+    return ma, mb
+
+
+_map_args = cached_args(_maps_splitk)
 
 
 def _args(v, A, B, C, M, N, K, raw=False, work=None, dev=None):
@@ -135,10 +151,12 @@ def splitk_smem_bytes(bn: int, stages: int) -> int:
     return stages * (BM + bn) * 128 + SLACK
 
 
-def _splitk(name, *, BN, STAGES, GROUP=8, dtype="float16", doc, **kw):
+def _splitk(name, *, BN, STAGES, GROUP=8, B_COL=False, dtype="float16", doc, **kw):
     return Variant(name=name, family=FAMILY, source="hgemm_wgmma/07_splitk.cu", template="hgemm_wgmma_splitk",
-                   params=(("BN", BN), ("STAGES", STAGES), ("GROUP", GROUP), ("T", CTYPES[dtype])),
+                   params=(("BN", BN), ("STAGES", STAGES), ("GROUP", GROUP), ("B_COL", B_COL),
+                           ("T", CTYPES[dtype])),
                    tile=(BM, BN, BK), block=(384, 1, 1), multiple_of=(1, 8, 8),
+                   b_layout="col" if B_COL else "row",
                    smem_dynamic=splitk_smem_bytes(BN, STAGES), grid_fn=_grid, args_fn=_args,
                    workspace_fn=workspace_need,
                    dtype_in=dtype, dtype_out=dtype, dtype_acc="float32", math="wgmma", align=16,
@@ -155,6 +173,15 @@ VARIANTS: tuple[Variant, ...] = (
             doc="split-K on 128x128 tiles (two m64n128k16 slabs): twice the tiles before splitting"),
     _splitk(_S.format(256, 4) + "_bf16", BN=256, STAGES=4, dtype="bfloat16", doc="split-K 128x256 in bf16"),
     _splitk(_S.format(128, 6) + "_bf16", BN=128, STAGES=6, dtype="bfloat16", doc="split-K 128x128 in bf16"),
+    # B read column-major without a copy (x @ W.T: B is W.T of a row-major N x K weight)
+    _splitk(_S.format(256, 4) + "_bcol", BN=256, STAGES=4, B_COL=True,
+            doc="split-K 128x256 with B read column-major (x @ W.T of a linear layer: K-major B tiles), no copy"),
+    _splitk(_S.format(128, 6) + "_bcol", BN=128, STAGES=6, B_COL=True,
+            doc="split-K 128x128 with B read column-major (x @ W.T of a linear layer: K-major B tiles), no copy"),
+    _splitk(_S.format(256, 4) + "_bcol_bf16", BN=256, STAGES=4, B_COL=True, dtype="bfloat16",
+            doc="split-K 128x256 with B read column-major (x @ W.T), no copy, in bf16"),
+    _splitk(_S.format(128, 6) + "_bcol_bf16", BN=128, STAGES=6, B_COL=True, dtype="bfloat16",
+            doc="split-K 128x128 with B read column-major (x @ W.T), no copy, in bf16"),
 )
 
 
@@ -175,17 +202,19 @@ def sweep(shapes, dtype="float16", splits=(1, 2, 3, 4, 6, 8), names=None, iters=
     for M, N, K in shapes:
         a = cupy.random.standard_normal((M, K), dtype=cupy.float32).astype(dtype)
         b = cupy.random.standard_normal((K, N), dtype=cupy.float32).astype(dtype)
+        b_col = cupy.asfortranarray(b)  # the _bcol forms' B: W.T of a row-major N x K W
         c = cupy.empty((M, N), dtype=dtype)
         flop = 2.0 * M * N * K
         for name in names:
             v = get_variant(name)
+            bv = b_col if v.b_layout == "col" else b
             FORCE_SPLITS = None
             chosen = plan(M, N, K, v.tile[1], sms)
             for S in (None,) + tuple(splits):
                 FORCE_SPLITS = S
                 for st in v._launch.values():  # the launcher's memo of grids per shape
                     st[2].clear()
-                t, base = timer.measure_pair(lambda: launch.run(v, a, b, out=c), lambda: cupy.matmul(a, b))
+                t, base = timer.measure_pair(lambda: launch.run(v, a, bv, out=c), lambda: cupy.matmul(a, bv))
                 p = plan(M, N, K, v.tile[1], sms)
                 print(f"{name} {M}x{N}x{K} S={'plan' if S is None else S} dp={p[0]} splits={p[1]} grid={p[2]}: "
                       f"{t['median'] * 1e3:.1f} us {flop / t['median'] / 1e9:.0f} TFLOP/s, cupy "

@@ -2,12 +2,13 @@
 // fill the GPU: work units of (tile, K-slice), fp32 partials reduced deterministically by the last
 // slice to finish (sm_90a).
 //
-// C = A * B, T = half or __nv_bfloat16 in and out (row-major), fp32 accumulation, any M, N and K
-// that are multiples of 8 (16-byte rows): the copy engine zero-fills what lies past M, N or K and
-// the stores are bounded. The block is rung 5's (04_persistent.cu, no clusters): a producer
-// warpgroup (one thread issues TMA copies), two consumer warpgroups of 64 x BN slabs (wgmma
-// m64nBNk16), FULL / EMPTY mbarriers around a STAGES-deep ring that runs on across work units,
-// setmaxnreg 40 / 232, tiles in the grouped order of lib/raster.cuh.
+// C = A * B, T = half or __nv_bfloat16 in and out (row-major; B column-major with B_COL), fp32
+// accumulation, any M, and N and K that are multiples of 8 (16-byte rows): the copy engine
+// zero-fills what lies past M, N or K and the stores are bounded. The block is rung 5's
+// (04_persistent.cu, no clusters): a producer warpgroup (one thread issues TMA copies), two
+// consumer warpgroups of 64 x BN slabs (wgmma m64nBNk16), FULL / EMPTY mbarriers around a
+// STAGES-deep ring that runs on across work units, setmaxnreg 40 / 232, tiles in the grouped order
+// of lib/raster.cuh.
 //
 // What this rung adds over rung 5: when a product has fewer 128 x BN tiles than the GPU has SMs
 // (M = 128 tokens against a 4096 x 4096 weight: 16 tiles of 128 x 256 on 132 SMs), or a last wave
@@ -32,22 +33,31 @@
 // zero before the launch; the kernel leaves them zero) are device memory owned by the family
 // module, one pair per (device, stream): two launches running at once must not share them.
 //
-// Template parameters: BN (128 or 256), STAGES, GROUP (tile rows per raster band), T.
+// B_COL (the _bcol forms): B read column-major without a copy, as rung 7's B_COL (04_persistent.cu):
+// B is the transposed view W.T of a row-major N x K array W (x @ W.T of a linear layer; memory: N
+// rows of K elements). B's tensor map describes that N x K memory, box {64 k, 64 n}; a stage's B
+// tile is K-major (BN rows of 128 bytes, 128-byte swizzled, like A's), one box per 64 rows, so panel
+// p still starts at p * 8192 and the stage size, the expected bytes (the live panels), the ring and
+// the reduction buffers in it are the row-major form's; the wgmmas take B untransposed (TRANS_B = 0,
+// the K-major descriptor of hgemm_wgmma.cuh's layouts). Only the producer's box coordinates differ:
+// (kt * 64, n0 + 64 p) of the N x K memory instead of (n0 + 64 p, kt * 64) of the K x N one.
+//
+// Template parameters: BN (128 or 256), STAGES, GROUP (tile rows per raster band), B_COL, T.
 // Fixed: BM = 128 (2 x 64), BK = 64.
 // Launch: block = (384, 1, 1), grid = (min(units, SMs), 1, 1), dynamic shared memory
 //   hgemm_wgmma_splitk_smem_bytes<...> = STAGES * (128 + BN) * 128 + 1024 bytes; extra kernel
-//   arguments: tensor maps of A (box {64, 128}) and B (box {64, 64}), 128-byte swizzled; the
-//   workspace (float*), the counters (unsigned*), dp_tiles, splits (1 <= splits <= kt, and
-//   (tiles - dp_tiles) * splits <= gridDim.x when splits > 1).
-// Preconditions: N % 8 == 0, K % 8 == 0; a, b, c 16-byte aligned; M * N, M * K, K * N < 2^31;
-//   sm_90a.
+//   arguments: tensor maps of A (box {64, 128}) and B (box {64, 64}; B_COL: {64 k, 64 n} of the
+//   N x K memory), 128-byte swizzled; the workspace (float*), the counters (unsigned*), dp_tiles,
+//   splits (1 <= splits <= kt, and (tiles - dp_tiles) * splits <= gridDim.x when splits > 1).
+// Preconditions: N % 8 == 0, K % 8 == 0 (B_COL: K % 8 == 0 is also TMA's 16-byte rule for the
+//   N x K memory's rows); a, b, c 16-byte aligned; M * N, M * K, K * N < 2^31; sm_90a.
 #include "../lib/barrier.cuh"
 #include "../lib/raster.cuh"
 #include "../lib/swizzle.cuh"
 #include "../lib/tma.cuh"
 #include "hgemm_wgmma.cuh"
 
-template <int BN, int STAGES, int GROUP, class T>
+template <int BN, int STAGES, int GROUP, bool B_COL, class T>
 __device__ constexpr int hgemm_wgmma_splitk_smem_bytes = STAGES * (128 + BN) * 128 + 1024;
 
 namespace splitk {
@@ -63,9 +73,10 @@ __device__ __forceinline__ Unit unit_of(int u, int dp_tiles, int splits, int num
   const int slice = q % splits;
   return {dp_tiles + q / splits, slice, slice * num_kt / splits, (slice + 1) * num_kt / splits, q, splits > 1};
 }
+
 }  // namespace splitk
 
-template <int BN, int STAGES, int GROUP, class T>
+template <int BN, int STAGES, int GROUP, bool B_COL, class T>
 __global__ void __launch_bounds__(384, 1)
     hgemm_wgmma_splitk(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K,
                        const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b,
@@ -81,7 +92,7 @@ __global__ void __launch_bounds__(384, 1)
   constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   static_assert(BN == 128 || BN == 256, "BN is a wgmma N with a 128-register accumulator at most");
   static_assert(2 * NACC * 256 <= STAGES * (A_STAGE + B_STAGE) / 2, "two half-slab buffers per consumer in the ring");
-  static_assert(hgemm_wgmma_splitk_smem_bytes<BN, STAGES, GROUP, T> == STAGES * (A_STAGE + B_STAGE) + 1024,
+  static_assert(hgemm_wgmma_splitk_smem_bytes<BN, STAGES, GROUP, B_COL, T> == STAGES * (A_STAGE + B_STAGE) + 1024,
                 "the declared dynamic shared memory is the ring and the alignment slack");
 
   extern __shared__ char smem_raw[];
@@ -115,8 +126,8 @@ __global__ void __launch_bounds__(384, 1)
       for (int u = blockIdx.x; u < num_units; u += gridDim.x) {
         const Unit w = unit_of(u, dp_tiles, splits, num_kt);
         const TileCoord tc = raster_grouped(w.tile, tiles_m, tiles_n, GROUP);
-        produce_ktiles<BM, BN, STAGES>(ring, full, empty, sA, sB, &tmap_a, &tmap_b, tc.row * BM, tc.col * BN, N,
-                                       w.kt0, w.kt1, b_policy);
+        produce_ktiles<BM, BN, STAGES, B_COL>(ring, full, empty, sA, sB, &tmap_a, &tmap_b, tc.row * BM,
+                                              tc.col * BN, N, w.kt0, w.kt1, b_policy);
       }
     }
   } else {
@@ -136,7 +147,9 @@ __global__ void __launch_bounds__(384, 1)
     for (int u = blockIdx.x; u < num_units; u += gridDim.x) {
       const Unit w = unit_of(u, dp_tiles, splits, num_kt);
       const TileCoord tc = raster_grouped(w.tile, tiles_m, tiles_n, GROUP);
-      consume_ktiles<T, BN, STAGES, A_STAGE, B_STAGE>(acc, ring, full, sA_addr, sB_addr, w.kt1 - w.kt0, release);
+      // B_COL: the K-major B tile's descriptor, wgmma without the B transpose (mma_ktile)
+      consume_ktiles<T, BN, STAGES, A_STAGE, B_STAGE, false, B_COL>(acc, ring, full, sA_addr, sB_addr,
+                                                                    w.kt1 - w.kt0, release);
 
       if (w.split) {
         // this slice's partial, then one arrival per slab on its counter (CUTLASS's split-K barrier:

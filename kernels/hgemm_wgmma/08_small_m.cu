@@ -46,26 +46,40 @@
 // stage is free only when both consumers release it); 32-column panels for a 64-wide tile (64-byte
 // rows), 84% against 95% for 64-column ones at 128x4096x4096.
 //
+// B_COL: B read column-major without a copy, the x @ W.T of a linear layer (B the transposed view
+// of a dense row-major N x K weight W: memory N rows of K). The B tile is then K-major, as in rung
+// 7's B_COL (hgemm_wgmma.cuh: BN n-rows of 128 bytes, 64 k each, 128-byte swizzled; wgmma
+// descriptor as A's, B not transposed), and needs no 64-byte swizzle for any width: a panel of P
+// n-rows (P = 64, or 32 where BN is not a multiple of 64, the same P and the same bytes as the
+// row-major panels) is P whole 128-byte rows, one TMA box {64 k, P n} of W's memory, P * 128 bytes
+// at p * P * 128, every box on a 1024-byte swizzle atom. Clusters along M (sharing B) split each
+// panel along n instead of k (a k split would cut the 128-byte rows): block r multicasts pieces
+// r, r + CLUSTER, ... of Q = P / CLUSTER n-rows (boxes {64, Q}; Q * 128 bytes, whole swizzle
+// atoms), and the pieces wholly past N are not copied (the expected bytes count the pieces
+// inside N, the same in both blocks: they share n0). Clusters along N share A as before.
+//
 // Template parameters: BN (32, 64, 96, 128, 192; a wgmma N), STAGES, GROUP (tile rows per raster
 // band, in cluster tiles), CLUSTER (1 or 2; __cluster_dims__), ALONG_M (the cluster's blocks
-// stacked along M sharing B, or along N sharing A), T. Fixed: BM = 64, BK = 64.
+// stacked along M sharing B, or along N sharing A), B_COL (B column-major: K-major B tiles), T.
+// Fixed: BM = 64, BK = 64.
 // Launch: block = (160, 1, 1), grid = (min(cluster tiles, SMs / CLUSTER) * CLUSTER, 1, 1);
 //   dynamic shared memory hgemm_wgmma_small_m_smem_bytes<...> = STAGES * (64 + BN) * 128 + 1024;
 //   extra kernel arguments: tensor maps of A (box {64, min(64, M rounded up to 8)}, or {64, 32} for
 //   clusters along N; 128-byte swizzle) and B (box {P, 64}, or {P, 32} for clusters along M; P = 64 columns with the
-//   128-byte swizzle, or 32 with the 64-byte one).
-// Preconditions: N % 8 == 0, K % 8 == 0, C dense (row stride N); a, b, c 16-byte aligned;
-//   M * N, M * K, K * N < 2^31; sm_90a.
+//   128-byte swizzle, or 32 with the 64-byte one; B_COL: a map of W's N x K memory, box {64, P}, or
+//   {64, P / 2} for clusters along M, 128-byte swizzle).
+// Preconditions: N % 8 == 0, K % 8 == 0, C dense (row stride N); B dense (row stride N; B_COL:
+//   column stride K, W's rows); a, b, c 16-byte aligned; M * N, M * K, K * N < 2^31; sm_90a.
 #include "../lib/barrier.cuh"
 #include "../lib/raster.cuh"
 #include "../lib/swizzle.cuh"
 #include "../lib/tma.cuh"
 #include "hgemm_wgmma.cuh"
 
-template <int BN, int STAGES, int GROUP, int CLUSTER, bool ALONG_M, class T>
+template <int BN, int STAGES, int GROUP, int CLUSTER, bool ALONG_M, bool B_COL, class T>
 __device__ constexpr int hgemm_wgmma_small_m_smem_bytes = STAGES * (64 + BN) * 128 + 1024;
 
-template <int BN, int STAGES, int GROUP, int CLUSTER, bool ALONG_M, class T>
+template <int BN, int STAGES, int GROUP, int CLUSTER, bool ALONG_M, bool B_COL, class T>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
     hgemm_wgmma_small_m(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K,
                         const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b) {
@@ -79,9 +93,13 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
   constexpr int B_STAGE = PANELS * PANEL_BYTES;
   constexpr int PART = BK / CLUSTER;  // rows of the shared box each block copies: k rows of every B
                                       // panel (ALONG_M) or m rows of the A tile (along N)
+  // B_COL: n rows per B box (a panel, or a block's piece of one for clusters along M), 128 bytes each
+  constexpr int Q = (CLUSTER > 1 && ALONG_M) ? P / CLUSTER : P;
   static_assert(BN % 32 == 0 && BN <= 192, "BN: whole 32-column panels, a wgmma N of at most 96 accumulators");
   static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 blocks");
-  static_assert(hgemm_wgmma_small_m_smem_bytes<BN, STAGES, GROUP, CLUSTER, ALONG_M, T> ==
+  static_assert(!B_COL || (PANEL_BYTES == P * 128 && Q % 8 == 0),
+                "B_COL: a panel is P K-major rows of 128 bytes, a box whole 1024-byte swizzle atoms");
+  static_assert(hgemm_wgmma_small_m_smem_bytes<BN, STAGES, GROUP, CLUSTER, ALONG_M, B_COL, T> ==
                     STAGES * (A_STAGE + B_STAGE) + 1024,
                 "the declared dynamic shared memory is the ring and the alignment slack");
 
@@ -121,7 +139,9 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
         // panels wholly past N are not copied (their stale columns reach no stored column of C);
         // along M every block of the cluster skips the same ones
         const int live = max(0, min(PANELS, (N - n0 + P - 1) / P));
-        const unsigned tx = a_rows * A_ROW_BYTES + live * PANEL_BYTES;
+        // B_COL: the same in pieces of Q n rows (= live with whole panels)
+        const int live_q = B_COL ? max(0, min(BN / Q, (N - n0 + Q - 1) / Q)) : 0;
+        const unsigned tx = a_rows * A_ROW_BYTES + (B_COL ? live_q * Q * 128 : live * PANEL_BYTES);
         for (int kt = 0; kt < num_kt; ++kt) {
           const int s = ring.stage;
           mbarrier_wait(&empty[s], ring.phase ^ 1);  // every consumer of the cluster released it
@@ -132,15 +152,30 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
           } else {
             tma_load_2d(sA + s * A_STAGE, &tmap_a, &full[s], kt * BK, m_load);
           }
+          if constexpr (B_COL) {  // K-major pieces: n rows Q q .. Q q + Q - 1, boxes {64 k, Q n} of W
+            constexpr int SPLIT = P / Q;  // CLUSTER for clusters along M (sharing B), else 1
 #pragma unroll
-          for (int p = 0; p < PANELS; ++p) {
-            if (p >= live) break;
-            char* const dst = sB + s * B_STAGE + p * PANEL_BYTES;
-            if (CLUSTER > 1 && ALONG_M) {  // k rows rank * PART .. of the shared panel, to every block
-              tma_load_2d_multicast(dst + rank * PART * P * 2, &tmap_b, &full[s], n0 + P * p,
-                                    kt * BK + rank * PART, ALL, b_policy);
-            } else {
-              tma_load_2d(dst, &tmap_b, &full[s], n0 + P * p, kt * BK, b_policy);
+            for (int i = 0; i < PANELS; ++i) {
+              const int q = SPLIT * i + (SPLIT > 1 ? rank : 0);  // block r: pieces r, r + CLUSTER, ...
+              if (q >= live_q) break;
+              char* const dst = sB + s * B_STAGE + q * Q * 128;
+              if constexpr (SPLIT > 1) {
+                tma_load_2d_multicast(dst, &tmap_b, &full[s], kt * BK, n0 + Q * q, ALL, b_policy);
+              } else {
+                tma_load_2d(dst, &tmap_b, &full[s], kt * BK, n0 + Q * q, b_policy);
+              }
+            }
+          } else {
+#pragma unroll
+            for (int p = 0; p < PANELS; ++p) {
+              if (p >= live) break;
+              char* const dst = sB + s * B_STAGE + p * PANEL_BYTES;
+              if (CLUSTER > 1 && ALONG_M) {  // k rows rank * PART .. of the shared panel, to every block
+                tma_load_2d_multicast(dst + rank * PART * P * 2, &tmap_b, &full[s], n0 + P * p,
+                                      kt * BK + rank * PART, ALL, b_policy);
+              } else {
+                tma_load_2d(dst, &tmap_b, &full[s], n0 + P * p, kt * BK, b_policy);
+              }
             }
           }
           ring.advance();
@@ -156,8 +191,8 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
     Ring<STAGES> ring;
     for (int t = walk.first(); t < walk.count; t += walk.stride) {
       const TileCoord tile = walk.tile(walk.cluster_tile(t, GROUP), rank);
-      consume_ktiles<T, BN, STAGES, A_STAGE, B_STAGE, false, false, P32>(acc, ring, full, smem_addr(sA),
-                                                                        smem_addr(sB), num_kt, release);
+      consume_ktiles<T, BN, STAGES, A_STAGE, B_STAGE, false, B_COL, P32 && !B_COL>(acc, ring, full, smem_addr(sA),
+                                                                                  smem_addr(sB), num_kt, release);
       store_slab<T>(c, acc, tile.row * BM + 16 * w + g, tile.col * BN + 2 * t4, M, N);
     }
   }

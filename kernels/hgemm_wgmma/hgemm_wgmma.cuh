@@ -252,8 +252,10 @@ namespace hgemm_wgmma {
 // with the bytes that will land (the A box {64, BM} and the B panels not wholly past N: a panel past
 // N is not copied, its stale columns only reach columns of C that are never stored) and issue the
 // copies. A rows from m0, B columns from n0, B's with the L2 eviction policy b_policy.
+// B_COL: B's map describes the N x K memory of W (B = W.T): panel p is the box {64 k, 64 n} at
+// (kt * BK, n0 + 64 p), K-major, the same 8 KB at the same place in the stage.
 // The ring runs on across calls.
-template <int BM, int BN, int STAGES>
+template <int BM, int BN, int STAGES, bool B_COL = false>
 __device__ __forceinline__ void produce_ktiles(Ring<STAGES>& ring, unsigned long long* full,
                                                unsigned long long* empty, char* sA, char* sB,
                                                const TensorMap* tmap_a, const TensorMap* tmap_b, int m0,
@@ -271,7 +273,8 @@ __device__ __forceinline__ void produce_ktiles(Ring<STAGES>& ring, unsigned long
 #pragma unroll
     for (int p = 0; p < PANELS; ++p) {
       if (p >= live) break;
-      tma_load_2d(sB + s * B_STAGE + p * B_PANEL_BYTES, tmap_b, &full[s], n0 + 64 * p, kt * BK, b_policy);
+      const int c0 = B_COL ? kt * BK : n0 + 64 * p, c1 = B_COL ? n0 + 64 * p : kt * BK;
+      tma_load_2d(sB + s * B_STAGE + p * B_PANEL_BYTES, tmap_b, &full[s], c0, c1, b_policy);
     }
     ring.advance();
   }
