@@ -305,7 +305,14 @@ def model_kernel_us(v: Variant, p: Problem, dims) -> float:
     floor_us = (K * N + M * K + M * N) * size / ((STREAM_GBPS if kind == "stream" else TILE_GBPS) * 1e3)
     sms = max(1, p.device.sms)
     bm, bn = v.tile[0], v.tile[1]
-    tiles = -(-M // bm) * -(-N // bn)
+    tm, tn = -(-M // bm), -(-N // bn)
+    c = v.cluster[0]
+    if c > 1:  # whole clusters: a cluster's tiles past the edge still hold their SMs (wasted work)
+        if "CLUSTER_N" in v.param_dict or v.param_dict.get("ALONG_M") is False:
+            tn = -(-tn // c) * c
+        else:
+            tm = -(-tm // c) * c
+    tiles = tm * tn
     extra = 0.0
     if kind == "splitk":
         busy, extra = 0.9, SPLITK_US  # K slices make work for every SM, at a fixed price

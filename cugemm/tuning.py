@@ -38,7 +38,8 @@ from . import dtypes, operand, select
 
 FORMAT = 1
 SHIPPED = {"H100": "h100.json", "H200": "h100.json"}
-NEAR = 2  # nearest bucket used when its M, N, K exponents differ by at most this much in total
+NEAR = 3  # nearest bucket used when its M, N, K half-octaves differ by at most this much in total
+         # (its times scaled to the problem by the model: Measured)
 
 
 def half_octave(x: int) -> int:
@@ -234,8 +235,8 @@ class Measured:
 
     def __call__(self, v, p):
         """The time of `v` on `p` from the first table that measured a bucket near `p` (the tuning
-        cache before the shipped table), or None. From a neighbouring bucket (not `p`'s own), the
-        measured time is scaled by the fallback model's time of `v` at `p` over its time at the
+        cache before the shipped table), or None. Measured at another shape (a neighbouring bucket,
+        or another shape of `p`'s own), the measured time is scaled by the fallback model's time of `v` at `p` over its time at the
         measured shape: the model knows how the tiles fill the GPU at each shape (M = 1024 and
         M = 2048 against one weight run 1 and 2 waves of 128 x 64 tiles, but 1/2 and 1 wave of
         128 x 128 tiles), which a ratio of flops does not."""
@@ -247,9 +248,9 @@ class Measured:
             if near is None:
                 continue
             hit = t.lookup(group, p.M, p.N, p.K, v.name)
-            if hit is None or near[1] == 0:
-                return hit
             m, n, k = t.entries[near[0]]["shape"]
+            if hit is None or (m, n, k) == (p.M, p.N, p.K):
+                return hit
             here, there = _model_us(v, p), _model_us(v, dataclasses.replace(p, M=m, N=n, K=k))
             if here is None or there is None:
                 return hit

@@ -328,3 +328,15 @@ def test_a_neighbouring_bucket_is_scaled_by_the_model_not_the_flops(tmp_path):
     assert 17.0 < t64 < 21.0                       # twice the tiles, about twice the waves (1.94)
     assert t128 == pytest.approx(14.0, rel=0.05)  # twice the tiles, the same one wave
     assert select.select(p, m, [n64, n128]).plan.variant.name == n128
+
+
+def test_the_model_counts_the_dead_tiles_of_a_cluster():
+    """M = 192 is three 64-row tiles: rung 10's clusters of two along M run four, so at N = 5120
+    (40 tiles of 128 columns) its 160 tiles take two waves of 132 SMs where the clusters along N
+    (3 x 40 = 120 tiles) take one."""
+    along_m = get_variant("hgemm_wgmma_m64n128k16_small_m_cluster2m_stage8_bcol")
+    along_n = get_variant("hgemm_wgmma_m64n128k16_small_m_cluster2n_stage8_bcol")
+    p, *_ = problem(192, 5120, 5120, b="col")
+    t_m = select.model_kernel_us(along_m, p, (192, 5120, 5120))
+    t_n = select.model_kernel_us(along_n, p, (192, 5120, 5120))
+    assert t_m > 1.5 * t_n
