@@ -119,22 +119,6 @@ class Prepared:
         return tuple((k, off) for _, k, off in self._slots) + tuple((k, off) for _, k, off in self._maps) + \
             tuple((k, off) for _, _, k, off in self._reencode)
 
-    def launch_abc(self, a: int, b: int, c: int, stream: int) -> None:
-        """launch() of a kernel whose re-pointed addresses are A, B and C only (a direct plan)."""
-        abc = (a, b, c)
-        lock = self._lock
-        with lock:
-            for obj, k, off in self._slots:
-                obj.value = abc[k] + off
-            for word, k, off in self._maps:
-                word.value = abc[k] + off
-            if self._reencode:
-                self._encode(abc)
-            self._cfg.hStream = stream
-            err = _pdl.driver_launch()(self._cfg_ref, self.function_ptr, self._params, None)
-        if err:
-            raise RuntimeError(f"cugemm: cuLaunchKernelEx failed with CUresult {err}")
-
     def _encode(self, bases) -> None:
         from . import tma
 
@@ -143,7 +127,8 @@ class Prepared:
             ctypes.memmove(obj, m.address, 128)
 
     def launch(self, bases, stream: int) -> None:
-        """Launch with base k at address bases[k], on `stream` (a CUstream handle as an int)."""
+        """Launch with base k at address bases[k], on `stream` (a CUstream handle as an int); a
+        launch re-pointing A, B and C only may pass just those three."""
         with self._lock:
             for obj, k, off in self._slots:
                 obj.value = bases[k] + off

@@ -456,7 +456,7 @@ def _torch_fast(a, b, allow_tf32: bool):
         c = _torch_empty(sa[0], sa[1], sb[1], dtype=a.dtype, device=device)
     pc, stream = c.data_ptr(), _torch_stream(dev)
     if r.direct:
-        r.gemm.launch_abc(pa, pb, pc, stream)
+        r.gemm.launch((pa, pb, pc), stream)
     elif r.stage is not None or not r.launch_held("torch", stream, pa, pb, pc):
         r.run(_TorchLib, stream, pa, pb, pc, a, b, c)
     return c
@@ -510,7 +510,7 @@ def _cupy_matmul(a, b, out, allow_tf32, variant, verbose):
     c = _CupyLib.empty((a.shape[0], b.shape[1]), a) if out is None else out
     pa, pb, pc, stream = a.data.ptr, b.data.ptr, c.data.ptr, _CupyLib.stream(0)
     if r.direct:
-        r.gemm.launch_abc(pa, pb, pc, stream)
+        r.gemm.launch((pa, pb, pc), stream)
     elif r.stage is not None or not r.launch_held("cupy", stream, pa, pb, pc):
         r.run(_CupyLib, stream, pa, pb, pc, a, b, c)
     return c

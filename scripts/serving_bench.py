@@ -82,13 +82,7 @@ def host_round(fn, n, sleep_ms, cycles_per_ms):
     host = (time.perf_counter() - t0) / n * 1e6
     drained = done.query()
     torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(n):
-        fn()
-    e.record()
-    e.synchronize()
-    return host, drained, s.elapsed_time(e) * 1e3 / n
+    return host, drained, block_us(fn, n)
 
 
 def host_part(args, report):

@@ -34,3 +34,29 @@ class FakeDeviceArray:
 @pytest.fixture
 def fake():
     return FakeDeviceArray
+
+
+@pytest.fixture
+def fake_encode(monkeypatch):
+    """cugemm.tma.encode_2d replaced by its rule check and a record of each spec (no driver needed),
+    the caches of maps and kernel arguments cleared around the test; yields the list of specs."""
+    from cugemm import tma
+    from cugemm.families import hgemm_wgmma
+
+    made = []
+
+    class Map:
+        def __init__(self, spec):
+            self.spec, self.arg = spec, ("map", spec)
+
+    def encode(spec):
+        tma.check_2d(spec)
+        made.append(spec)
+        return Map(spec)
+
+    monkeypatch.setattr(tma, "encode_2d", encode)
+    tma.clear_cache()
+    hgemm_wgmma.clear_args_cache()
+    yield made
+    tma.clear_cache()
+    hgemm_wgmma.clear_args_cache()

@@ -308,7 +308,7 @@ def test_copy_rows_not_16_byte_writable_fall_back_to_cupy():
 
 
 def test_single_relayout_matches_cupy():
-    from cugemm import operand, relayout
+    from cugemm import relayout
 
     x = _source("float16", (777, 1001), "offset")
     _check_copy(x, relayout.relayout_cupy(x, "row", 1008, (780, 1001)), "row", 1008, (780, 1001))

@@ -12,10 +12,8 @@ import re
 import numpy as np
 import pytest
 
-import cugemm
 from cugemm import jit, toolkit
 from cugemm.families import hgemm_wgmma
-from cugemm import tma
 from cugemm.launch import check_operands, describe
 from cugemm.registry import get_variant, variants
 from cugemm.device import Device
@@ -268,27 +266,6 @@ def _ops(M, N, K, *, a_col=False, b_col=False, lda=None, ldb=None, ldc=None, c_o
     b = _Fake((K, N), "<f2", BASE + 2**30, (size, ldb * size) if b_col else (ldb * size, size))
     c = _Fake((M, N), "<f2", BASE + 2**31 + c_off, (ldc * size, size))
     return a, b, c
-
-
-@pytest.fixture
-def fake_encode(monkeypatch):
-    made = []
-
-    class _Map:
-        def __init__(self, s):
-            self.spec, self.arg = s, ("map", s)
-
-    def encode(s):
-        tma.check_2d(s)
-        made.append(s)
-        return _Map(s)
-
-    monkeypatch.setattr(tma, "encode_2d", encode)
-    tma.clear_cache()
-    hgemm_wgmma.clear_args_cache()
-    yield made
-    tma.clear_cache()
-    hgemm_wgmma.clear_args_cache()
 
 
 @pytest.mark.parametrize("suffix", ["", "_acol", "_bcol", "_acol_bcol"])

@@ -12,8 +12,7 @@ import re
 import numpy as np
 import pytest
 
-from cugemm import jit, tma, toolkit
-from cugemm.families import hgemm_wgmma
+from cugemm import jit, toolkit
 from cugemm.families import hgemm_wgmma_splitk as sk
 from cugemm.launch import check_operands, describe
 from cugemm.registry import get_variant, variants
@@ -160,29 +159,6 @@ def test_bcol_form_is_its_row_siblings_record_but_for_b(name):
         assert getattr(v, f) == getattr(row, f), f
     assert v.args_fn is row.args_fn and v.grid_fn is row.grid_fn and v.workspace_fn is row.workspace_fn
     assert v.name_expression == row.name_expression.replace(", false, ", ", true, ")
-
-
-@pytest.fixture
-def fake_encode(monkeypatch):
-    """tma.encode_2d replaced by its rule check and a record of the spec (no driver needed); the
-    caches of maps and arguments cleared around the test."""
-    made = []
-
-    class _Map:
-        def __init__(self, spec):
-            self.spec, self.arg = spec, ("map", spec)
-
-    def encode(spec):
-        tma.check_2d(spec)
-        made.append(spec)
-        return _Map(spec)
-
-    monkeypatch.setattr(tma, "encode_2d", encode)
-    tma.clear_cache()
-    hgemm_wgmma._ARGS.clear()
-    yield made
-    tma.clear_cache()
-    hgemm_wgmma._ARGS.clear()
 
 
 BASE = 0x7F0000000000

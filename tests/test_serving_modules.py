@@ -531,9 +531,8 @@ def test_prepared_pdl_sets_the_launch_attribute(monkeypatch):
     assert with_pdl.params[0] == u64(BASE) == without.params[0]
 
 
-def test_prepared_launch_abc_repoints_a_b_and_c(monkeypatch):
-    if not hasattr(prepared.Prepared, "launch_abc"):
-        pytest.skip("Prepared.launch_abc not there yet")
+def test_prepared_launch_of_a_b_and_c_alone(monkeypatch):
+    """A direct plan's launch passes the three bases A, B, C only (the serving paths' call)."""
     monkeypatch.setattr(prepared, "tensormap_address_patchable", lambda: True)
     S = prepared.sentinel
     m = FakeMap(S(prepared.C) + 32)
@@ -542,14 +541,14 @@ def test_prepared_launch_abc_repoints_a_b_and_c(monkeypatch):
     drv = Driver([8, 8, 128, 4, 8])
     monkeypatch.setattr(pdl, "driver_launch", lambda: drv)
     for a, b, c, stream in ((BASE, BASE + 0x1000, BASE + 0x2000, 11), (BASE + 0x30, BASE + 0x50, BASE + 0x70, 12)):
-        p.launch_abc(a, b, c, stream)
+        p.launch((a, b, c), stream)
         got = drv.launches[-1]
         assert (got.grid, got.block, got.smem, got.stream) == ((2, 2, 1), (64, 1, 1), 512, stream)
         assert got.attrs == [(pdl.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, 1)]
         assert got.params[:2] == [u64(a + 16), u64(b)]
         assert got.params[2] == u64(c + 32) + bytes(m.buf)[8:]
         assert got.params[3:] == [(9).to_bytes(4, "little"), u64(77)]
-    # the same launch through launch(): the same parameters
+    # the same launch with every base given: the same parameters
     bases = [0] * prepared.BASES
     bases[prepared.A], bases[prepared.B], bases[prepared.C] = BASE + 0x30, BASE + 0x50, BASE + 0x70
     p.launch(bases, 12)

@@ -48,21 +48,8 @@ def test_refused_with_the_rule(s, rule):
         tma.check_2d(s)
 
 
-class _FakeMap:
-    def __init__(self, s):
-        self.spec = s
-
-
-def test_cache_per_pointer_shape_and_strides(monkeypatch):
-    made = []
-
-    def fake_encode(s):
-        tma.check_2d(s)
-        made.append(s)
-        return _FakeMap(s)
-
-    monkeypatch.setattr(tma, "encode_2d", fake_encode)
-    tma.clear_cache()
+def test_cache_per_pointer_shape_and_strides(fake_encode):
+    made = fake_encode
     m1 = tma.tensor_map_2d(PTR, "float16", 4096, 1024, 2048, (64, 128))
     assert tma.tensor_map_2d(PTR, "float16", 4096, 1024, 2048, (64, 128)) is m1
     assert len(made) == 1
@@ -79,10 +66,8 @@ def test_cache_per_pointer_shape_and_strides(monkeypatch):
     tma.clear_cache()
 
 
-def test_cache_is_bounded(monkeypatch):
-    monkeypatch.setattr(tma, "encode_2d", _FakeMap)
+def test_cache_is_bounded(fake_encode, monkeypatch):
     monkeypatch.setattr(tma, "MAX_CACHED", 8)
-    tma.clear_cache()
     first = tma.tensor_map_2d(PTR, "float16", 64, 64, 128, (64, 64))
     for i in range(1, 20):
         tma.tensor_map_2d(PTR + 16 * i, "float16", 64, 64, 128, (64, 64))
