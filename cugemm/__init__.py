@@ -55,7 +55,8 @@ def compile_plan(names=None, arch: str | None = None) -> tuple[list, list]:
     The arch names a chip ('sm_89', 'sm89', '89', '8.9'; default: this GPU, else sm_90): each
     variant that can run there compiles for that chip (a variant claiming sm_80 compiles for sm_89
     as sm_89 code; a Hopper-only variant for sm_90a); the others are listed with the reason."""
-    chip = _arch.parse(arch or default_arch())
+    # only the chips cugemm compiles for (cugemm.arch.chip: one line listing them otherwise)
+    chip = _arch.chip(arch) if arch is not None else _arch.chip(default_arch(), "this GPU's arch")
     chosen, _ = _select(names)
     jobs, skipped = [], []
     for v in chosen:
@@ -85,15 +86,20 @@ def compile(names=None, arch: str | None = None, *, workers: int = 2, warm: bool
     """Compile variants offline through NVRTC (no GPU needed) and return their ptxas reports.
 
     names  None (every variant), a glob string ('sgemm_t_8x8*'), or a list of names
-    arch   the chip, see compile_plan. Variants that cannot run on it are skipped when chosen by
-           glob (compile_plan lists them), and raise ValueError when named explicitly.
+    arch   the chip, see compile_plan; ValueError (naming the chips cugemm compiles for) for any
+           other. Variants that cannot run on it are skipped when chosen by glob (compile_plan
+           lists them), and raise ValueError when named explicitly.
     warm   on a GPU machine compiling for its own chip, also load each variant through CuPy
            (warm_cache), so cugemm.run's first call finds it in CuPy's disk cache.
     Raises CompileError (variant name + NVRTC log) on the first failure.
     """
-    from . import jit
-
-    jobs, skipped = compile_plan(names, arch)
+    jobs, skipped = compile_plan(names, arch)  # the arguments are checked before CuPy is asked for
+    try:
+        from . import jit
+        from cupy.cuda import nvrtc  # noqa: F401
+    except ImportError:
+        raise ImportError("cugemm.compile needs CuPy's NVRTC: pip install 'cugemm[cuda13]' (or "
+                          "'cugemm[cuda12]')", name="cupy") from None
     if skipped and not (names is None or isinstance(names, str)):
         raise ValueError(skipped[0][1])
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:

@@ -1,11 +1,13 @@
 """The command line: python -m cugemm (or the `cugemm` script) list | compile | bench | tune | explain.
 
 list and compile need no GPU. Errors are one line on stderr naming the problem and the fix, with a
-non-zero status: 1 when a compile fails, 2 for usage errors (unknown variant, bad arch, ...).
+non-zero status: 1 when a compile fails, 2 for usage errors (unknown variant, bad arch, ...) and for
+a machine that cannot do what was asked (no GPU, no CuPy). Every input is checked before the GPU is
+asked for, so a wrong input is reported as such on any machine. With no command, the commands are
+listed on stderr and the status is 2.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -24,6 +26,13 @@ def _die(msg: str, code: int = 2) -> int:
     return code
 
 
+def _message(e: Exception) -> str:
+    """An exception's message: a KeyError's own text (str() of a KeyError wraps it in quotes)."""
+    if isinstance(e, KeyError) and len(e.args) == 1 and isinstance(e.args[0], str):
+        return e.args[0]
+    return str(e)
+
+
 def _rows(args):
     chosen = variants(args.variants)
     if args.variants and not chosen:
@@ -38,19 +47,21 @@ def _list(args) -> int:
                                dtype_out=v.dtype_out, dtype_acc=v.dtype_acc, math=v.math,
                                math_dtype=v.math_dtype, layout=v.layout, tile=list(v.tile),
                                block=list(v.block), multiple_of=list(v.multiple_of), align=v.align,
-                               min_arch=v.min_arch, archs=list(v.archs), smem_dynamic=v.smem_dynamic,
+                               max_m=v.max_m, min_arch=v.min_arch, archs=list(v.archs),
+                               smem_dynamic=v.smem_dynamic,
                                cluster=list(v.cluster), name_expression=v.name_expression,
                                source=v.source, seed=v.seed, doc=v.doc) for v in chosen], indent=1))
         return 0
     from tabulate import tabulate
 
     def shape_rule(v):
-        return "any" if v.any_shape else "x".join(map(str, v.multiple_of))
+        rule = "any" if v.any_shape else "x".join(map(str, v.multiple_of))
+        return f"{rule}, M<={v.max_m}" if v.max_m else rule
 
     if args.wide:
         rows = [[v.name, ", ".join(v.aliases), v.dtype_in, v.dtype_acc, v.math, "x".join(map(str, v.tile)),
                  shape_rule(v), ", ".join(v.archs), v.smem_dynamic, v.doc] for v in chosen]
-        head = ["variant", "aliases", "in", "acc", "math", "tile MxNxK", "M,N,K multiple of", "archs",
+        head = ["variant", "aliases", "in", "acc", "math", "tile MxNxK", "M,N,K multiple of (M limit)", "archs",
                 "dyn smem B", "what it adds"]
     else:
         rows = [[v.name, v.dt_in.short + ("/tf32" if v.math_dtype == "tfloat32" else ""), v.math,
@@ -63,9 +74,17 @@ def _list(args) -> int:
 
 
 def _compile(args) -> int:
-    chip = arch.parse(args.arch) if args.arch else arch.parse(default_arch())
+    # --arch: exactly the chips cugemm compiles for, as cugemm.compile(arch=) (cugemm.arch.chip)
+    chip = arch.chip(args.arch) if args.arch is not None else arch.chip(default_arch(), "this GPU's arch")
     _rows(args)
     jobs, skipped = compile_plan(args.variants, str(chip))
+    from . import toolkit
+
+    supported = toolkit.nvrtc_archs()  # needs CuPy: after the inputs are checked
+    if supported and chip.cc not in supported:
+        raise ValueError(f"this CuPy's NVRTC (CUDA {toolkit.nvrtc_version()}) does not compile for {chip}; "
+                         f"it compiles for {', '.join(f'sm_{c}' for c in supported)}: install a newer "
+                         "CuPy and NVRTC (pip install 'cugemm[cuda13]')")
     from concurrent.futures import ThreadPoolExecutor
 
     from . import jit
@@ -130,18 +149,42 @@ def _layouts(text: str) -> tuple:
     return parts
 
 
+_MATMUL_DTYPES = ("f16", "bf16", "f32", "tf32")
+
+
+def _matmul_dtype(text: str):
+    """The element type of a --dtype that cugemm.matmul multiplies (f16, bf16, f32, tf32)."""
+    from . import dtypes
+
+    try:
+        return dtypes.get(text)
+    except TypeError:
+        raise ValueError(f"--dtype {text!r} is not a type cugemm.matmul multiplies: "
+                         f"{', '.join(_MATMUL_DTYPES)}") from None
+
+
+def _variants_glob(text):
+    """--variants of tune: a glob that matches some variant, or None."""
+    if text is not None and not variants(text):
+        raise LookupError(f"no variant matches {text!r}; `{_prog()} list` shows them all")
+    return text
+
+
 def _tune(args) -> int:
     from . import tuning
 
+    # every input is checked here, before tuning.tune asks for the GPU
     shapes = _shapes(args)
     layouts = _layouts(args.layouts)
+    dts = [_matmul_dtype(d).name for d in args.dtype]
+    _variants_glob(args.variants)
 
     def log(row):
         print(f"{row['M']}x{row['N']}x{row['K']} {row['dtype']} {row['variant']}: {row['us']:.1f} us, "
               f"{row['pct']:.1f}% of cupy.matmul [{row['plan']}]", flush=True)
 
     failed = 0
-    for dt in args.dtype:
+    for dt in dts:
         rows = tuning.tune(shapes, dt, layouts=layouts, variants=args.variants, path=args.path, ship=args.ship,
                        log=log)
         for r in rows:
@@ -155,24 +198,47 @@ def _tune(args) -> int:
 
 
 def _explain(args) -> int:
-    import cugemm
-
     from . import serve, tuning
+    from .bench.measure import parse_shapes
     from .launch import _cuda_device
 
+    shapes = parse_shapes(args.shape)  # the inputs first: a wrong one is reported on any machine
+    if len(shapes) != 1:
+        raise ValueError(f"explain takes one shape MxNxK, not {args.shape!r}")
+    (M, N, K), = shapes
+    dt = _matmul_dtype(args.dtype)
+    layouts = _layouts(args.layouts)
     _cuda_device()
-    (M, N, K), = __import__("cugemm.bench.measure", fromlist=["parse_shapes"]).parse_shapes(args.shape)
-    dt = cugemm.dtypes.get(args.dtype)
     tf32 = dt.name == "tfloat32"
-    a, b = tuning.random_operands("float32" if tf32 else dt.name, M, N, K, *_layouts(args.layouts))
+    a, b = tuning.random_operands("float32" if tf32 else dt.name, M, N, K, *layouts)
     print(serve.explain(a, b, allow_tf32=tf32))
     return 0
 
 
+_COMMANDS = (
+    ("list", "the registered variants, in ladder order (no GPU needed)"),
+    ("compile", "compile offline through NVRTC and print the ptxas report (no GPU needed)"),
+    ("bench", "time variants against cupy.matmul (needs a GPU)"),
+    ("tune", "time matmul's candidates on this GPU and write its tuning cache (needs a GPU)"),
+    ("explain", "which variant cugemm.matmul picks for a shape, and why (needs a GPU)"),
+)
+
+
+def _commands() -> str:
+    """What `python -m cugemm` alone prints: the commands, one line each."""
+    width = max(len(c) for c, _ in _COMMANDS)
+    lines = [f"usage: {_prog()} COMMAND [options]", "commands:"]
+    lines += [f"  {c:<{width}}  {what}" for c, what in _COMMANDS]
+    lines.append(f"`{_prog()} COMMAND --help` shows a command's options; `{_prog()} --help` all of this")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog=_prog(), description="cugemm: a JIT-compiled zoo of CUDA GEMM kernels")
+    from .bench.cli import Parser, positive_int
+
+    p = Parser(prog=_prog(), description="cugemm: a JIT-compiled zoo of CUDA GEMM kernels")
     p.add_argument("--version", action="version", version=f"cugemm {__version__}")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    sub = p.add_subparsers(dest="cmd", metavar="{list,compile,bench,tune,explain}")
     pl = sub.add_parser("list", help="the registered variants, in ladder order (no GPU needed)")
     pl.add_argument("--variants", default=None, help="glob(s) over names, comma-separated")
     pl.add_argument("--wide", action="store_true", help="all columns (aliases, archs, smem, doc)")
@@ -180,9 +246,10 @@ def main(argv=None) -> int:
     pc = sub.add_parser("compile", help="compile offline through NVRTC and print the ptxas report "
                         "(no GPU needed; on a GPU it also warms cugemm.run's cache)")
     pc.add_argument("--arch", default=None,
-                    help="the chip: sm_80, sm_89, sm89, 89, 8.9, sm_90... (default: this GPU, else sm_90)")
+                    help="the chip, spelt sm_89, sm89, 89 or 8.9 (default: this GPU, else sm_90); one of "
+                         + ", ".join(arch.chips()) + " (sm_90a names sm_90)")
     pc.add_argument("--variants", default=None, help="glob(s) over names, comma-separated")
-    pc.add_argument("--workers", type=int, default=2, help="parallel NVRTC compiles (default 2)")
+    pc.add_argument("--workers", type=positive_int, default=2, help="parallel NVRTC compiles (default 2)")
     pc.add_argument("--no-warm", action="store_true",
                     help="on a GPU machine, do not also load the variants through CuPy (its disk cache "
                          "is what makes cugemm.run's first call fast)")
@@ -203,6 +270,11 @@ def main(argv=None) -> int:
     pe.add_argument("--dtype", default="f16", help="f16, bf16, f32 or tf32 (default f16)")
     pe.add_argument("--layouts", default="row,row", help="A,B layouts: row or col each (default row,row)")
     args, rest = p.parse_known_args(argv)
+    if args.cmd is None:
+        if rest:
+            p.error(f"unrecognized arguments: {' '.join(rest)}")
+        print(_commands(), file=sys.stderr)
+        return 2
     if args.cmd == "bench":
         from .bench import main as bench_main
 
@@ -212,11 +284,13 @@ def main(argv=None) -> int:
     try:
         return {"list": _list, "compile": _compile, "tune": _tune, "explain": _explain}[args.cmd](args)
     except (LookupError, ValueError, FileNotFoundError, TypeError) as e:
-        return _die(str(e).strip("'\""))
+        return _die(_message(e))
     except RuntimeError as e:  # no GPU, no CuPy
         return _die(str(e).removeprefix("cugemm: "))
     except ImportError as e:
-        return _die(f"{e}: compiling needs CuPy's NVRTC: pip install 'cugemm[cuda13]' (or '[cuda12]')")
+        msg = str(e)
+        return _die(msg if "cugemm[" in msg else
+                    f"{msg}: compiling needs CuPy's NVRTC: pip install 'cugemm[cuda13]' (or '[cuda12]')")
 
 
 def console() -> int:

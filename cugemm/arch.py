@@ -2,11 +2,17 @@
 uses on a chip. The one place for these facts: the registry checks variants against it, `run`
 checks a GPU against it, and `compile` picks targets with it.
 
-Arch strings: 'sm_89', 'sm89', '89', '8.9' and 89 all name compute capability 8.9; 'sm_90a' is
-sm_90's arch-specific target (wgmma, setmaxnreg), which runs on sm_90 chips only.
+Arch strings: 'sm_89', 'sm89', '89', '8.9', 89 and (8, 9) all name compute capability 8.9; 'sm_90a'
+is sm_90's arch-specific target (wgmma, setmaxnreg): code built for it runs on compute capability
+9.0 chips (H100, H200, GH200) and on no other.
+
+`parse` reads any spelling; `chip` is what `compile --arch` and `cugemm.compile(arch=)` accept: a
+chip of CHIPS that some registered variant runs on (or an arch-specific target a variant claims),
+refusing everything else in one line that lists them.
 """
 from __future__ import annotations
 
+import numbers
 import re
 from typing import NamedTuple
 
@@ -40,11 +46,15 @@ class Arch(NamedTuple):
 
 
 def parse(arch) -> Arch:
-    """'sm_90a' -> Arch(90, 'a'); 'sm_89', 'sm89', '89', '8.9', 89 -> Arch(89, ''). ValueError otherwise."""
+    """'sm_90a' -> Arch(90, 'a'); 'sm_89', 'sm89', '89', '8.9', 89, (8, 9) -> Arch(89, ''). ValueError
+    otherwise."""
     if isinstance(arch, Arch):
         return arch
-    if isinstance(arch, int) and not isinstance(arch, bool):
-        return Arch(arch, "")
+    if isinstance(arch, numbers.Integral) and not isinstance(arch, bool):
+        return Arch(int(arch), "")
+    if isinstance(arch, (tuple, list)) and len(arch) == 2 and \
+            all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in arch) and 0 <= arch[1] <= 9:
+        return Arch(int(arch[0]) * 10 + int(arch[1]), "")  # (major, minor), as torch reports it
     text = str(arch).strip().lower()
     m = _ARCH_RE.match(text)
     if m:
@@ -54,6 +64,62 @@ def parse(arch) -> Arch:
         return Arch(int(m.group(1)) * 10 + int(m.group(2)), m.group(3))
     raise ValueError(f"arch {arch!r} is not an arch: write it as sm_89, sm89, 89 or 8.9 "
                      "(sm_90a for Hopper's arch-specific target)")
+
+
+def cc_of(arch) -> int:
+    """The compute capability (e.g. 90) of any spelling parse() reads: 90, '90', 'sm_90', 'sm_90a',
+    '9.0', (9, 0)."""
+    return parse(arch).cc
+
+
+def _runs_anywhere(cc: int) -> bool:
+    from .registry import variants  # the registry imports this module: looked up when asked
+
+    return any(unfit_reason(v, cc) is None for v in variants())
+
+
+def chips() -> list[str]:
+    """The chips cugemm compiles for, oldest first: each chip of CHIPS that some registered variant
+    runs on ('sm_80', ...). The arch-specific targets variants claim ('sm_90a') name their chip too
+    (arch_specific())."""
+    return [f"sm_{cc}" for cc in sorted(CHIPS) if _runs_anywhere(cc)]
+
+
+def arch_specific() -> list[str]:
+    """The arch-specific targets registered variants claim ('sm_90a')."""
+    from .registry import variants
+
+    return sorted({str(parse(a)) for v in variants() for a in v.archs if parse(a).suffix},
+                  key=lambda a: parse(a).cc)
+
+
+def chip(arch, what: str = "arch") -> Arch:
+    """The chip `arch` names (Arch(cc, '')), when cugemm compiles for it: a chip of chips(), or an
+    arch-specific target a variant claims, which names its chip ('sm_90a' -> sm_90). ValueError
+    otherwise, one line listing the chips. `what` names the value in the message ('arch', "this
+    GPU's arch")."""
+    known, specific = chips(), arch_specific()
+    listing = "the chips cugemm compiles for are " + ", ".join(
+        c + "".join(f" (or {t})" for t in specific if parse(t).cc == parse(c).cc) for c in known)
+    try:
+        a = parse(arch)
+    except ValueError:
+        raise ValueError(f"{what} {arch!r} is not an arch: write a chip as sm_89, sm89, 89 or 8.9; "
+                         f"{listing}") from None
+    if (str(a) in known or str(a) in specific) and f"sm_{a.cc}" in known:
+        return Arch(a.cc, "")
+    if a.suffix and f"sm_{a.cc}" in known:
+        raise ValueError(f"{what} {arch!r}: no cugemm variant is built for {a}, an arch-specific target; "
+                         f"name the chip (sm_{a.cc}); {listing}")
+    if a.cc in CHIPS:
+        from .registry import variants
+
+        lowest = min(v.min_arch for v in variants())
+        if a.cc < lowest:
+            raise ValueError(f"{what} {arch!r} ({CHIPS[a.cc][0]}) is below every cugemm variant (each needs "
+                             f"compute capability >= {lowest // 10}.{lowest % 10}, sm_{lowest}); {listing}")
+        raise ValueError(f"{what} {arch!r} ({CHIPS[a.cc][0]}) is a chip no cugemm variant runs on; {listing}")
+    raise ValueError(f"{what} {arch!r} is not a chip cugemm knows; {listing}")
 
 
 def smem_optin(cc: int) -> int:
@@ -71,22 +137,37 @@ def archs_for_smem(smem_bytes: int, candidates=("sm_80", "sm_90")) -> tuple:
     return tuple(a for a in candidates if smem_bytes <= smem_optin(parse(a).cc))
 
 
-def unfit_reason(variant, cc: int, smem_limit: int | None = None) -> str | None:
-    """Why `variant` cannot run on a GPU of compute capability `cc` (None if it can): older than the
-    variant's oldest target, not the chip of an arch-specific-only variant (sm_90a), or less shared
-    memory per block than it needs. smem_limit: the GPU's own opt-in limit (default: the table's)."""
+def unfit_reason(variant, cc, smem_limit: int | None = None, *, gpu: bool = True) -> str | None:
+    """Why `variant` cannot run on compute capability `cc` (None if it can): not the chip of an
+    arch-specific-only variant (sm_90a), less shared memory per block than it needs, or older than
+    its oldest target. The shared-memory rule is checked before the oldest target because a
+    variant's targets follow from its shared memory (a 204 KB tile claims only sm_90): when the
+    memory does not fit, that is the reason to give.
+
+    cc          any spelling parse() reads (90, '90', 'sm_90', '9.0', (9, 0))
+    smem_limit  the GPU's own opt-in limit (default: the table's)
+    gpu         True: `cc` is a GPU's ("this GPU is sm_86"); False: a chip compiled for, with no
+                GPU implied ("the target chip is sm_86")"""
+    if type(cc) is not int:
+        cc = cc_of(cc)
+    where = "this GPU is" if gpu else "the target chip is"
     targets = [parse(a) for a in variant.archs]
     if all(t.suffix for t in targets):
         if cc not in [t.cc for t in targets]:
-            return (f"{variant.name} is built for {', '.join(variant.archs)} only (arch-specific "
-                    f"instructions); this GPU is sm_{cc}")
-    elif cc < variant.min_arch:
-        return (f"{variant.name} needs compute capability >= {variant.min_arch // 10}.{variant.min_arch % 10} "
-                f"(sm_{variant.min_arch}); this GPU is sm_{cc}")
+            runs_on = ", ".join(f"sm_{t.cc} ({CHIPS[t.cc][0]})" if t.cc in CHIPS else f"sm_{t.cc}"
+                                for t in targets)
+            return (f"{variant.name} is built for {', '.join(variant.archs)} only: arch-specific "
+                    f"instructions that run on {runs_on} alone; {where} sm_{cc}")
+        targets_fit = True
+    else:
+        targets_fit = cc >= variant.min_arch
     limit = smem_optin(cc) if smem_limit is None else smem_limit
     if variant.smem_dynamic > limit:
         return (f"{variant.name} needs {variant.smem_dynamic} bytes of dynamic shared memory per block; "
                 f"sm_{cc} allows {limit}")
+    if not targets_fit:
+        return (f"{variant.name} needs compute capability >= {variant.min_arch // 10}.{variant.min_arch % 10} "
+                f"(sm_{variant.min_arch}); {where} sm_{cc}")
     return None
 
 
@@ -96,7 +177,7 @@ def compile_target(variant, chip) -> str:
     for a variant that claims only such targets. Raises ValueError with the reason when the variant
     cannot run on that chip."""
     a = parse(chip)
-    reason = unfit_reason(variant, a.cc)
+    reason = unfit_reason(variant, a.cc, gpu=False)
     if reason:
         raise ValueError(reason)
     for claim in variant.archs:

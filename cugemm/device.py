@@ -28,10 +28,11 @@ _CACHE: dict[int, Device] = {}
 
 
 def current() -> int:
-    """The current CUDA device's id (CuPy's notion, which cugemm's launches use)."""
-    import cupy
+    """The current CUDA device's id (CuPy's notion, which cugemm's launches use); RuntimeError saying
+    plainly that there is no usable GPU when there is none (cugemm.launch's one check)."""
+    from .launch import _cuda_device
 
-    return cupy.cuda.runtime.getDevice()
+    return _cuda_device()
 
 
 def get(device_id: int | None = None) -> Device:

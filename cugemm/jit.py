@@ -195,6 +195,11 @@ def compile_program(text: str, name_expressions, arch: str, extra_options=(), wh
     instantiating `name_expressions`. Raises CompileError with the NVRTC log."""
     from cupy.cuda import nvrtc
 
+    target = _arch.parse(arch)
+    supported = toolkit.nvrtc_archs()
+    if supported and target.cc not in supported:  # NVRTC's own message: "invalid value for -arch"
+        raise CompileError(what, arch, f"this CuPy's NVRTC (CUDA {toolkit.nvrtc_version()}) does not compile "
+                           f"for {arch}; it compiles for {', '.join(f'sm_{c}' for c in supported)}")
     opts = options(text, arch) + _CUPY_IMPLICIT + ("-Xptxas=-v",) + tuple(extra_options)
     if _env_flag("CUGEMM_DEBUG"):
         print(f"cugemm: {what} {list(name_expressions)} options {opts}\n{text}", file=sys.stderr)

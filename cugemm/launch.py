@@ -79,25 +79,19 @@ _gpu_ok = False
 
 
 def _cuda_device() -> int:
-    """The current CUDA device, or RuntimeError saying plainly that there is no usable GPU."""
+    """The current CUDA device, or RuntimeError with the one message for a machine that cannot run
+    kernels (cugemm.toolkit.gpu_problem: no CuPy, no NVIDIA GPU/driver, a driver too old). Every
+    entry point that needs a GPU asks here: matmul, run, explain, tune, the bench and the CLI."""
     global _gpu_ok
-    try:
-        import cupy
-    except ImportError:
-        raise RuntimeError("cugemm needs CuPy to run kernels: pip install 'cugemm[cuda13]' "
-                           "(or '[cuda12]' for a CUDA 12 driver)") from None
-    if _gpu_ok:
-        return cupy.cuda.runtime.getDevice()
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # no driver, a driver too old for this CuPy, ...
-        raise RuntimeError(f"cugemm: no usable CUDA GPU ({str(e).strip() or type(e).__name__}). "
-                           "Running kernels needs an NVIDIA GPU and driver; `python -m cugemm compile` "
-                           "works without one.") from None
-    if count == 0:
-        raise RuntimeError("cugemm: no CUDA GPU found; running kernels needs one "
-                           "(`python -m cugemm compile` works without)")
-    _gpu_ok = True
+    if not _gpu_ok:
+        from . import toolkit
+
+        problem = toolkit.gpu_problem()
+        if problem:
+            raise RuntimeError(f"cugemm: {problem}")
+        _gpu_ok = True
+    import cupy
+
     return cupy.cuda.runtime.getDevice()
 
 

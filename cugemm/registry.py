@@ -32,6 +32,7 @@ def build_index(table) -> dict[str, Variant]:
 
 
 _BY_NAME = build_index(_TABLE)
+FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(v.family for v in _TABLE))  # in ladder order
 
 
 def variants(pattern: str | None = None, *, family: str | None = None, dtype=None,
@@ -39,11 +40,17 @@ def variants(pattern: str | None = None, *, family: str | None = None, dtype=Non
     """Registered variants in ladder order, optionally filtered.
 
     pattern     shell-style glob(s) over names and aliases, comma-separated ('sgemm_t_8x8*,*edge')
-    family      'sgemm', ...
+    family      'sgemm', ... (FAMILIES); ValueError for a family cugemm does not have
     dtype       input element type: 'float16' or 'f16', numpy.float16, a cugemm.dtypes.DType
+                (TypeError for a type cugemm does not have)
     math_dtype  what the multiplies see ('float32', 'tfloat32' or 'tf32', 'float16', 'bfloat16')
     any_shape   True: only variants without M/N/K multiple rules
+    A filter naming nothing cugemm has raises, like dtype; a glob that matches no name gives [].
     """
+    if family is not None and family not in FAMILIES:
+        close = difflib.get_close_matches(str(family), FAMILIES, n=3, cutoff=0.5)
+        hint = f" (closest: {', '.join(close)})" if close else ""
+        raise ValueError(f"cugemm has no variant family {family!r}{hint}; families: {', '.join(FAMILIES)}")
     globs = [g.strip() for g in pattern.split(",")] if pattern else None
     want_in = dtypes.get(dtype).name if dtype is not None else None
     want_math = dtypes.get(math_dtype).name if math_dtype is not None else None

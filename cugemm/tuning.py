@@ -303,10 +303,10 @@ def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = 
     from .bench.timing import Timer
     from .device import get as device_of
 
-    launch._cuda_device()
-    dt = dtypes.get(dtype)
+    dt = dtypes.get(dtype)  # the inputs first: a wrong one is named before any GPU check
     if dt.name == "tfloat32":
         dt, allow_tf32 = dtypes.FLOAT32, True
+    launch._cuda_device()
     dev_id = cupy.cuda.runtime.getDevice()
     device = device_of(dev_id)
     timer = Timer(warmup=2, iters=iters, budget_s=0.25)

@@ -233,9 +233,10 @@ class Variant:
                 raise ValueError(
                     f"{self.name}: M={M} needs {gy} block rows, over CUDA's grid limit of {GRID_YZ_MAX}")
 
-    def check_device(self, cc: int, smem_limit: int | None = None) -> None:
-        """Raise RuntimeError when a GPU of compute capability `cc` (e.g. 90) with `smem_limit` bytes
-        of opt-in shared memory per block cannot run this variant (cugemm.arch.unfit_reason)."""
-        reason = _arch.unfit_reason(self, cc, smem_limit)
+    def check_device(self, cc, smem_limit: int | None = None) -> None:
+        """Raise RuntimeError when a GPU of compute capability `cc` with `smem_limit` bytes of opt-in
+        shared memory per block cannot run this variant (cugemm.arch.unfit_reason). `cc` in any
+        spelling cugemm.arch.parse reads: 90, '90', 'sm_90', 'sm_90a', '9.0' or (9, 0)."""
+        reason = _arch.unfit_reason(self, _arch.cc_of(cc), smem_limit)
         if reason:
             raise RuntimeError(reason)

@@ -91,7 +91,7 @@ def test_readme_table_from_rows(tmp_path):
     data, rows = report.read_json(tmp_path / "r.json")
     md = report.results_markdown(data, rows, "r.json")
     assert "| fast | **6.7 (125%)** | **53.7 (125%)** |" in md
-    assert "| broken | FAIL | FAIL |" in md and "| rejected | ValueError | ValueError |" in md
+    assert "| broken | FAIL | FAIL |" in md and "| rejected | rejected: M=1024 is not a multiple | rejected: M=1024 is not a multiple |" in md
 
 
 def test_plot_writes_a_png(tmp_path):

@@ -12,12 +12,15 @@ import cugemm
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cli(*args, block_cupy=False, input_=None):
+def cli(*args, block_cupy=False, input_=None, env=None):
     """Run `python -m cugemm ARGS` (block_cupy: as if CuPy were not installed)."""
     prelude = "import sys; sys.modules['cupy'] = None; " if block_cupy else ""
     code = prelude + "import sys, runpy; sys.argv = ['cugemm'] + sys.argv[1:]; runpy.run_module('cugemm', run_name='__main__')"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT,
-                          input=input_)
+                          input=input_, env=env or os.environ)
+
+
+NO_GPU_ENV = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # a GPU machine looks like one without
 
 
 def one_line_error(r, *words):
@@ -71,8 +74,7 @@ def test_bench_usage_errors_and_no_gpu():
     one_line_error(r, "'4096x4096' is not MxNxK")
     r = cli("bench", "--help")
     assert r.returncode == 0 and r.stdout.startswith("usage: cugemm bench") and "--dtype" in r.stdout
-    if not cugemm.toolkit.have_gpu():
-        one_line_error(cli("bench"), "no CUDA GPU found")
+    one_line_error(cli("bench", env=NO_GPU_ENV), "bench: no CUDA GPU found")
 
 
 def test_without_cupy():
@@ -86,6 +88,64 @@ def test_without_cupy():
             "try:\n  cugemm.run('sgemm_naive_f32', A((4, 4)), A((4, 4)))\nexcept RuntimeError as e:\n  print(e)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and "needs CuPy" in r.stdout and "cugemm[cuda13]" in r.stdout, r.stderr
+
+
+# ---- usage errors: one line, exit 2, and before any GPU check ---------------------------------
+def test_no_command_lists_the_commands():
+    """`python -m cugemm` alone: the commands, one line each, on stderr; exit 2 (nothing was done)."""
+    r = cli()
+    assert r.returncode == 2 and r.stdout == "" and "required" not in r.stderr
+    for command in ("list", "compile", "bench", "tune", "explain"):
+        assert f"\n  {command} " in r.stderr, r.stderr
+    assert "--help" in r.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("args,words", [
+    (("list", "--bad"), ["unrecognized arguments: --bad", "--help"]),
+    (("nosuchcommand",), ["invalid choice: 'nosuchcommand'", "--help"]),
+    (("compile", "--workers", "0"), ["--workers", "0 is not a positive integer", "compile --help"]),
+    (("compile", "--workers", "-3"), ["--workers", "-3 is not a positive integer"]),
+    (("compile", "--workers", "two"), ["--workers", "'two' is not an integer"]),
+    (("explain",), ["shape", "explain --help"]),
+    (("bench", "--iters", "0"), ["--iters", "0 is not a positive integer", "bench --help"]),
+    (("bench", "--warmup", "-1"), ["--warmup", "-1 is negative"]),
+    (("bench", "--dtype", "f64"), ["--dtype", "invalid choice: 'f64'"]),
+], ids=lambda x: " ".join(x) if isinstance(x, tuple) else None)
+def test_argparse_errors_are_one_line(args, words):
+    one_line_error(cli(*args, env=NO_GPU_ENV), *words)
+    assert cli(*args).returncode == 2
+
+
+@pytest.mark.parametrize("args,words", [
+    (("explain", "4096x4096"), ["'4096x4096' is not MxNxK"]),
+    (("explain", "64x64x64,128x128x128"), ["explain takes one shape"]),
+    (("explain", "64x64x64", "--dtype", "f64"), ["--dtype 'f64' is not a type cugemm.matmul multiplies",
+                                                 "f16, bf16, f32, tf32"]),
+    (("explain", "64x64x64", "--layouts", "row"), ["--layouts", "not 'row'"]),
+    (("tune", "--shapes", "64x64x64", "--dtype", "f64"), ["--dtype 'f64'"]),
+    (("tune", "--shapes", "64x64x64", "--dtype", "f16", "f64"), ["--dtype 'f64'"]),
+    (("tune", "--shapes", "64x64x64", "--variants", "nosuch"), ["no variant matches 'nosuch'"]),
+    (("tune", "--shapes", "64x64x64", "--layouts", "row,x"), ["not 'row,x'"]),
+    (("tune", "--sets", "nosuch"), ["unknown sweep 'nosuch'"]),
+    (("tune",), ["give --shapes"]),
+    (("bench", "--variants", "nosuch"), ["no f32 variant matches 'nosuch'"]),
+    (("bench", "--shapes", "1x2"), ["'1x2' is not MxNxK"]),
+], ids=lambda x: " ".join(x) if isinstance(x, tuple) else None)
+def test_inputs_are_checked_before_the_gpu(args, words):
+    """A wrong input is reported as such even where there is no GPU (here: GPUs hidden), never as
+    the no-GPU message."""
+    r = cli(*args, env=NO_GPU_ENV)
+    one_line_error(r, *words)
+    assert r.returncode == 2 and "GPU" not in r.stderr, r.stderr
+
+
+def test_messages_keep_their_quotes():
+    """The --layouts error ends with its closing quote (a KeyError's message keeps its own quotes
+    too, without the ones str(KeyError) adds)."""
+    r = cli("tune", "--shapes", "64x64x64", "--layouts", "row,x", env=NO_GPU_ENV)
+    assert r.stderr.strip().endswith("not 'row,x'"), r.stderr
+    r = cli("tune", "--sets", "nosuch", env=NO_GPU_ENV)
+    assert r.stderr.startswith("cugemm: unknown sweep 'nosuch';"), r.stderr
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "scripts").glob("*.py") if not p.name.startswith("_")))

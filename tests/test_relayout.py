@@ -15,15 +15,32 @@ FIELDS = relayout.JOB.names
 
 
 def _probe(arch: str) -> dict:
-    """The values the compiled kernel file gives sizeof / offsetof / its constants, from its PTX."""
+    """What the compiled kernel file gives sizeof, each field's offset, size and signedness, and its
+    constants, read from its PTX: one __device__ unsigned each, whose static initialiser NVRTC folds.
+
+    Offsets are address differences within a __device__ RelayoutJobs object, not offsetof:
+    NVRTC 12 has no __builtin_offsetof (`identifier "__builtin_offsetof" is undefined`; CCCL 12's
+    offsetof is the null-pointer idiom) and the cuda12 extra ships NVRTC 12. The differences are no
+    constant expressions, so the probes are not constexpr; a compiler that would not fold them
+    fails to compile the probe ("dynamic initialization is not supported for a __device__
+    variable"), it cannot report a wrong value."""
     from cugemm import jit
 
     text = jit.file_source(jit.KERNEL_DIR / "util" / "relayout.cu")
+    obj = "relayout_probe_jobs"
+
+    def offset(member: str) -> str:  # bytes from the start of `obj` to member (e.g. "a.rows")
+        return f"reinterpret_cast<const char*>(&{obj}.{member}) - reinterpret_cast<const char*>(&{obj})"
+
     probes = {"job_size": "sizeof(RelayoutJob)", "jobs_size": "sizeof(RelayoutJobs)",
-              "jobs_b": "__builtin_offsetof(RelayoutJobs, b)", "threads": "RELAYOUT_THREADS",
+              "jobs_a": offset("a"), "jobs_b": offset("b"), "threads": "RELAYOUT_THREADS",
               "chunks": "RELAYOUT_CHUNKS", "blocks_per_sm": "RELAYOUT_BLOCKS_PER_SM"}
-    probes.update({f"off_{f}": f"__builtin_offsetof(RelayoutJob, {f})" for f in FIELDS})
-    text += "".join(f"\n__device__ constexpr unsigned relayout_probe_{k} = {v};" for k, v in probes.items())
+    for f in FIELDS:
+        probes[f"off_{f}"] = offset(f"a.{f}")
+        probes[f"size_{f}"] = f"sizeof(RelayoutJob::{f})"
+        probes[f"signed_{f}"] = f"decltype(RelayoutJob::{f})(-1) < 0"
+    text += f"\n__device__ RelayoutJobs {obj};"
+    text += "".join(f"\n__device__ unsigned relayout_probe_{k} = (unsigned)({v});" for k, v in probes.items())
     prog = jit.compile_program(text, [f"&relayout_probe_{k}" for k in probes], arch, what="relayout_probe")
     out = {}
     for k in probes:
@@ -33,14 +50,18 @@ def _probe(arch: str) -> dict:
     return out
 
 
-def test_job_table_layout_matches_the_kernel():
-    got = _probe("sm_90")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_job_table_layout_matches_the_kernel(arch):
+    """cugemm.relayout's JOB / JOBS (the bytes passed by value) lay out every field where the kernel's
+    RelayoutJob / RelayoutJobs have it, with its size and signedness; its constants are the kernel's."""
+    got = _probe(arch)
     job = relayout.JOB
     assert got["job_size"] == job.itemsize
     assert got["jobs_size"] == relayout.JOBS.itemsize
-    assert got["jobs_b"] == relayout.JOBS.fields["b"][1]
+    assert (got["jobs_a"], got["jobs_b"]) == (relayout.JOBS.fields["a"][1], relayout.JOBS.fields["b"][1])
     for f in FIELDS:
-        assert got[f"off_{f}"] == job.fields[f][1], f
+        dt, off = job.fields[f][:2]
+        assert (got[f"off_{f}"], got[f"size_{f}"], got[f"signed_{f}"]) == (off, dt.itemsize, int(dt.kind == "i")), f
     assert (got["threads"], got["chunks"], got["blocks_per_sm"]) == \
         (relayout.THREADS, relayout.CHUNKS, relayout.BLOCKS_PER_SM)
 

@@ -5,7 +5,6 @@ import argparse
 import os
 import sys
 
-from .. import toolkit
 from .measure import DTYPES, MATMUL, SWEEPS, _grid, bench_shape, chosen_variants, parse_shapes, sweep_shapes
 from .report import device_line, format_table, metadata, plot, write_csv, write_json
 from .timing import Timer
@@ -33,21 +32,48 @@ class Progress:
         self.stream.flush()
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors: `PROG: error: MESSAGE (`PROG --help` shows the usage)`
+    on stderr and exit status 2, instead of the usage block. Subparsers inherit it."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` shows the usage)\n")
+
+
+def _int_at_least(low: int, what: str):
+    """An argparse type: an integer >= low (`what` says which in the refusal)."""
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is {what}")
+        return value
+
+    return convert
+
+
+positive_int = _int_at_least(1, "not a positive integer (1 or more)")
+non_negative_int = _int_at_least(0, "negative (0 or more)")
+
+
 def parser(prog: str = "python -m cugemm bench") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description="Time cugemm variants against cupy.matmul "
+    p = Parser(prog=prog, description="Time cugemm variants against cupy.matmul "
                                 "(cuBLAS) on the same inputs, in the same run.")
-    p.add_argument("--m", type=int, nargs="+", default=[4096], help="M values (default 4096)")
-    p.add_argument("--n", type=int, nargs="+", default=[4096], help="N values (default 4096)")
-    p.add_argument("--k", type=int, nargs="+", default=[1024], help="K values (default 1024)")
+    p.add_argument("--m", type=non_negative_int, nargs="+", default=[4096], help="M values (default 4096)")
+    p.add_argument("--n", type=non_negative_int, nargs="+", default=[4096], help="N values (default 4096)")
+    p.add_argument("--k", type=non_negative_int, nargs="+", default=[1024], help="K values (default 1024)")
     p.add_argument("--sweep", choices=sorted(SWEEPS), help="a named shape grid instead of --m/--n/--k")
     p.add_argument("--shapes", help="explicit shapes instead of --m/--n/--k: MxNxK,MxNxK,...")
-    p.add_argument("--max-size", type=int, default=None, help="drop sweep shapes with a dimension over this")
+    p.add_argument("--max-size", type=positive_int, default=None, help="drop sweep shapes with a dimension over this")
     p.add_argument("--dtype", choices=sorted(DTYPES), default="f32",
                    help="f32 (default), f16, bf16 or tf32 (fp32 inputs, TF32 tensor cores)")
     p.add_argument("--variants", default=None, help="glob(s) over variant names, comma-separated; "
                    "'matmul' adds a row for cugemm.matmul (the front door)")
-    p.add_argument("--warmup", type=int, default=5, help="warm-up launches per variant (default 5)")
-    p.add_argument("--iters", type=int, default=50, help="timed repetitions, median taken (default 50)")
+    p.add_argument("--warmup", type=non_negative_int, default=5, help="warm-up launches per variant (default 5)")
+    p.add_argument("--iters", type=positive_int, default=50, help="timed repetitions, median taken (default 50)")
     p.add_argument("--no-check", action="store_true", help="skip the correctness check before timing")
     p.add_argument("--json", metavar="PATH", help="write the rows and the run's metadata as JSON")
     p.add_argument("--csv", metavar="PATH", help="write the rows as CSV")
@@ -80,25 +106,25 @@ def main(argv=None, prog: str = "python -m cugemm bench") -> int:
         return _fail("no shapes to run (check --max-size)")
     if any(min(s) < 0 for s in shapes):
         return _fail("shape dimensions must be non-negative")
+    chosen = chosen_variants(args.dtype, args.variants)  # every input is checked before the GPU
+    if not chosen:
+        return _fail(f"no {args.dtype} variant matches {args.variants!r} (python -m cugemm list)")
     if args.plot:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
             return _fail("--plot needs matplotlib (pip install 'cugemm[plot]')")
+    from ..launch import _cuda_device
+
     try:
-        import cupy  # noqa: F401
-    except ImportError:
-        return _fail("the bench needs CuPy and a GPU: pip install 'cugemm[cuda13]' (or '[cuda12]')")
-    if not toolkit.have_gpu():
-        return _fail("no CUDA GPU found; the bench needs one (`python -m cugemm compile` does not)")
+        _cuda_device()  # the one no-GPU message of every entry point
+    except RuntimeError as e:
+        return _fail(str(e).removeprefix("cugemm: "))
     tf32_env = os.environ.get("CUPY_TF32", "0") not in ("", "0")
     if args.dtype == "tf32" and not tf32_env:
         # CuPy reads CUPY_TF32 once: run again with it set, so the baseline is cuBLAS TF32
         os.environ["CUPY_TF32"] = "1"
         os.execv(sys.executable, [sys.executable, "-m", "cugemm", "bench"] + argv)
-    chosen = chosen_variants(args.dtype, args.variants)
-    if not chosen:
-        return _fail(f"no {args.dtype} variant matches {args.variants!r} (python -m cugemm list)")
     meta = metadata()
     print(device_line(meta))
     if args.dtype == "f32" and tf32_env:
