@@ -193,6 +193,7 @@ def test_every_api_entry_point_gives_the_one_message(fake, monkeypatch):
         "run": lambda: cugemm.run("sgemm_naive_f32", fake((4, 4)), fake((4, 4))),
         "matmul": lambda: cugemm.matmul(fake((64, 64), "<f2"), fake((64, 64), "<f2")),
         "tune": lambda: cugemm.tune([(64, 64, 64)]),
+        "explain": lambda: cugemm.explain(fake((64, 64), "<f2"), fake((64, 64), "<f2")),
         "_cuda_device": launch._cuda_device,
     }
     for name, call in calls.items():
@@ -202,6 +203,9 @@ def test_every_api_entry_point_gives_the_one_message(fake, monkeypatch):
     from cugemm import bench
 
     assert bench.main(["--m", "128"]) == 2
+    # a wrong input is named before the GPU is asked for
+    with pytest.raises(TypeError, match="no element type 'f64'"):
+        cugemm.tune([(64, 64, 64)], dtype="f64")
 
 
 def test_cli_without_a_gpu():
