@@ -78,7 +78,7 @@ LLM_M = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 LLM_NK = ((4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096))
 # linear layers of GPT-2 medium / large and 2.7B-class decoders (N x K weights), for tuning x @ W.T
 # (issue 22): no shape of it is in LINEAR_JUDGE, the set its results are judged on
-GPT_M = (1, 8, 32, 128, 256, 512, 1024, 4096, 8192)
+GPT_M = (1, 8, 16, 32, 128, 256, 512, 1024, 4096, 8192)
 GPT_NK = ((3072, 1024), (1024, 1024), (4096, 1024), (1024, 4096), (3840, 1280), (1280, 1280), (5120, 1280),
           (1280, 5120), (2560, 2560), (10240, 2560))
 # x @ W.T shapes cugemm.matmul is judged on against torch.matmul (scripts/serving_bench.py): GPT-2 small,
