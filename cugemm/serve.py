@@ -16,16 +16,18 @@ block, shared memory, packed parameters, tensor maps re-pointed per call), its c
 pointers, shapes and strides straight off them (torch: data_ptr/shape/stride; CuPy:
 .data.ptr/.shape/.strides), allocates the result with the caller's own allocator (torch's caching
 allocator for torch operands, CuPy's pool for CuPy ones), takes the caller's current stream, and
-launches: no CuPy array, DLPack round trip or stream object is built per call. Workspaces (the
-relayout's copies; split-K partials under capture) come from the same allocator as the result.
+launches: no CuPy array, DLPack round trip or stream object is built per call. The relayout's
+copies come from the same allocator as the result; split-K and skinny partials from a buffer held
+per (allocator, device, stream) (cugemm.workspace), made with that allocator.
 
 torch. With torch tensors, a call that autograd must record (grad enabled and an operand requiring
 grad) or that torch.compile is tracing goes through the registered op torch.ops.cugemm.matmul
 (cugemm.torch_op: fake implementation, autograd through cugemm itself); every other call runs here
 directly. CUDA graphs: a problem's first call must run eagerly (it compiles and loads the kernel and
 encodes its tensor maps); inside a capture, a problem never run before raises a clear error before
-anything is enqueued, so the caller's capture stays valid. Under capture, the split-K and skinny
-kernels' partials come from the capture's memory pool (a buffer per call), not the per-stream one.
+anything is enqueued, so the caller's capture stays valid. A split-K or skinny launch captured on a
+stream that holds no buffer yet gets one per call from the capture's own pool (nothing is allocated
+outside it); a buffer held before the capture serves the captured launches (the process keeps it).
 """
 from __future__ import annotations
 
