@@ -9,10 +9,12 @@ used, so they are zero again when it ends). Both live in one buffer, counters fi
 
 Two launches that may run at the same time need separate buffers; launches in one stream run one
 after the other, so a buffer is held per (allocator, device, stream) and grown when a launch needs
-more (`held`); a buffer held before a capture serves launches captured on its stream (it lives as
-long as the process holds it). A new buffer is not held from inside a capture, where nothing may be
-allocated outside the graph's own pool: `fresh` allocates one per call with the caller's allocator (torch's caching allocator inside a capture gives memory from the graph's pool, zeroed by
-a memset the graph records, and kept for the graph's life by torch).
+more (`held`). A buffer held before a CUDA-graph capture serves the launches captured on its stream,
+so no buffer is freed once used: one that is replaced or evicted is retired, and kept. Inside a
+capture nothing may be allocated outside the graph's own pool, so a buffer for a stream that holds
+none is not held there: `fresh` allocates one per call with the caller's allocator (torch's caching
+allocator gives memory from the graph's pool, zeroed by a memset the graph records, and the pool
+keeps it for the graph's life).
 
 Allocators are callables `alloc(nbytes) -> (owner, address)` returning a zeroed buffer: `cupy_alloc`
 (CuPy's pool, the current CuPy stream) and cugemm.serve's torch allocator (torch's caching
@@ -50,6 +52,9 @@ class Work(NamedTuple):
 
 
 _HELD: dict = {}   # (allocator kind, device, stream) -> (owner, Need it was sized for, Work)
+_RETIRED: list = []  # owners replaced by a larger buffer or evicted: kept, since a captured CUDA graph
+                     # may still launch kernels on them (each growth at least doubles: at most the
+                     # largest buffer's size again)
 _lock = threading.Lock()
 
 
@@ -82,8 +87,10 @@ def held(kind: str, device: int, stream: int, need: Need, alloc) -> Work:
         grown = Need(max(need.floats, 1 << 16, 2 * old[1].floats if old else 0),
                      max(need.counters, 1024, 2 * old[1].counters if old else 0))
         owner, base = alloc(grown.nbytes)
+        if old is not None:
+            _RETIRED.append(old[0])
         if len(_HELD) >= MAX_HELD and key not in _HELD:
-            _HELD.pop(next(iter(_HELD)))
+            _RETIRED.append(_HELD.pop(next(iter(_HELD)))[0])
         _HELD[key] = (owner, grown, _work(grown, base))
         return _HELD[key][2]
 
@@ -95,13 +102,15 @@ def held_buffer(kind: str, device: int, stream: int):
 
 
 def held_bytes() -> int:
-    """Device memory held by every stream's buffer."""
+    """Device memory held by every stream's buffer (retired ones not counted)."""
     return sum(n.nbytes for _, n, _ in _HELD.values())
 
 
 def clear() -> None:
+    """Forget every buffer, retired ones too (for tests: no captured graph may still use them)."""
     with _lock:
         _HELD.clear()
+        _RETIRED.clear()
 
 
 def cupy_alloc(nbytes: int):

@@ -889,3 +889,31 @@ def test_problem_of_reads_the_records(monkeypatch):
     C4 = by_hand((64, 48), (192, 4), BASE, F32)
     assert problem_of(A4, B4, C4, True, 0).allow_tf32 is True
     assert problem_of(A4, B4, C4, False, 0).allow_tf32 is False
+
+
+def test_a_replaced_workspace_buffer_is_kept_alive():
+    """A CUDA graph captured with a stream's buffer keeps launching on it: growing (or evicting) that
+    buffer must not free it."""
+    import gc
+    import weakref
+
+    class Owner:
+        pass
+
+    made = []
+
+    def alloc(nbytes):
+        made.append(Owner())
+        return made[-1], 0x7F0000000000 + 0x1000000 * len(made)
+
+    workspace.clear()
+    try:
+        workspace.held("fake", 0, 7, workspace.Need(10, 2), alloc)
+        first = weakref.ref(made[0])
+        workspace.held("fake", 0, 7, workspace.Need(1 << 20, 2), alloc)  # grown: a new buffer
+        assert len(made) == 2 and workspace.held_buffer("fake", 0, 7)[0] is made[1]
+        made.clear()
+        gc.collect()
+        assert first() is not None, "the replaced buffer was freed"
+    finally:
+        workspace.clear()
