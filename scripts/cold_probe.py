@@ -6,16 +6,19 @@ Nsight Compute (the cold-L2 loss of small products, issue 22's note):
         --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,launch__grid_size,launch__block_size \\
         python3 scripts/cold_probe.py 384x2304x768 1024x768x3072
 """
-import sys
+import argparse
 
 
 def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("shapes", nargs="*", default=["384x2304x768"], help="MxNxK (x @ W.T, bf16)")
+    args = p.parse_args()
     import torch
 
     import cugemm
 
-    flush = torch.empty(2 * 50 * 2**20 // 4 * 2, dtype=torch.float32, device="cuda")
-    for spec in sys.argv[1:] or ["384x2304x768"]:
+    flush = torch.empty(2 * 50 * 2**20 // 4 * 2, dtype=torch.float32, device="cuda")  # 200 MB: 4x the L2
+    for spec in args.shapes:
         M, N, K = map(int, spec.split("x"))
         x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
         w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
