@@ -226,8 +226,7 @@ class Ready:
     gemm       the Prepared GEMM launch (with programmatic dependent launch after the relayout)
     need       the workspace.Need of the kernel's scratch memory, or None
     fast       whether a call is only launches (no copy by the array library, no copy of C back)
-    direct     whether it is one launch on A, B and C where they lie (no copy, no workspace): the
-               serving paths then launch `gemm` themselves"""
+    direct     whether it is one launch on A, B and C where they lie (no copy, no workspace)"""
 
     __slots__ = ("plan", "stage", "relay", "gemm", "need", "fast", "direct", "dev")
 
@@ -255,15 +254,19 @@ class Ready:
         self.fast = stage is None or not (stage.by_array or plan.via_c)
         self.direct = stage is None and self.need is None
 
-    def launch_held(self, kind: str, stream: int, a_ptr: int, b_ptr: int, c_ptr: int) -> bool:
-        """The serving paths' launch of a plan without copies whose kernel needs a workspace: with
-        the stream's held buffer when it is big enough (False, nothing launched, otherwise: run()
-        then allocates it, or a fresh one inside a capture)."""
-        work = workspace.lookup(kind, self.dev, stream, self.need)
-        if work is None:
-            return False
-        self.gemm.launch((a_ptr, b_ptr, c_ptr, 0, work.partials, work.counters), stream)
-        return True
+    def serve(self, lib, stream: int, a_ptr: int, b_ptr: int, c_ptr: int, a, b, out) -> None:
+        """The serving paths' call: a direct plan's one launch; a plan without copies whose kernel
+        needs a workspace launched on the stream's held buffer when it has one big enough;
+        anything else through run()."""
+        if self.direct:
+            self.gemm.launch((a_ptr, b_ptr, c_ptr), stream)
+            return
+        if self.stage is None:
+            work = workspace.lookup(lib.kind, self.dev, stream, self.need)
+            if work is not None:
+                self.gemm.launch((a_ptr, b_ptr, c_ptr, 0, work.partials, work.counters), stream)
+                return
+        self.run(lib, stream, a_ptr, b_ptr, c_ptr, a, b, out)
 
     def run(self, lib, stream: int, a_ptr: int, b_ptr: int, c_ptr: int, a=None, b=None, out=None) -> None:
         """One product on `stream`: the copies, the GEMM, the copy of C back. a, b, out: the arrays
@@ -336,8 +339,24 @@ def _verbose(verbose) -> bool:
 
 
 # ---- operands and shapes ------------------------------------------------------------------------------
+def _broadcast(x: tuple, y: tuple) -> tuple:
+    """NumPy's broadcast of two batch shapes, in plain comparisons (so that torch_op's fake
+    implementation can ask it of symbolic sizes too)."""
+    n = max(len(x), len(y))
+    out = []
+    for p, q in zip((1,) * (n - len(x)) + x, (1,) * (n - len(y)) + y):
+        if p == q or q == 1:
+            out.append(p)
+        elif p == 1:
+            out.append(q)
+        else:
+            raise ValueError(f"cugemm.matmul: batch dimensions {x} and {y} do not broadcast")
+    return tuple(out)
+
+
 def result_shape(a_shape, b_shape):
-    """(broadcast batch, M, K, N, the result's shape as returned) of torch.matmul / cupy.matmul."""
+    """(broadcast batch, M, K, N, the result's shape as returned, the squeezed axes) of
+    torch.matmul / cupy.matmul; works on symbolic sizes (torch_op's fake implementation uses it)."""
     if len(a_shape) == 0 or len(b_shape) == 0:
         raise ValueError("cugemm.matmul: scalar operands are not allowed (use a * b)")
     squeeze = []
@@ -347,16 +366,13 @@ def result_shape(a_shape, b_shape):
     if len(b_shape) == 1:
         b_shape = tuple(b_shape) + (1,)
         squeeze.append(-1)
+    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
     M, K = a_shape[-2:]
     K2, N = b_shape[-2:]
     if K != K2:
         raise ValueError(f"cugemm.matmul: inner dimensions differ: A is {'x'.join(map(str, a_shape))}, "
                          f"B is {'x'.join(map(str, b_shape))}")
-    try:
-        batch = tuple(np.broadcast_shapes(tuple(a_shape[:-2]), tuple(b_shape[:-2])))
-    except ValueError:
-        raise ValueError(f"cugemm.matmul: batch dimensions {tuple(a_shape[:-2])} and {tuple(b_shape[:-2])} do "
-                         "not broadcast") from None
+    batch = _broadcast(tuple(a_shape[:-2]), tuple(b_shape[:-2]))
     shape = batch + (M, N)
     final = tuple(d for i, d in enumerate(shape) if i - len(shape) not in squeeze)
     return batch, M, K, N, final, squeeze
@@ -456,11 +472,7 @@ def _torch_fast(a, b, allow_tf32: bool):
         c = _torch_empty(sa[0], sb[1], dtype=a.dtype, device=device)
     else:
         c = _torch_empty(sa[0], sa[1], sb[1], dtype=a.dtype, device=device)
-    pc, stream = c.data_ptr(), _torch_stream(dev)
-    if r.direct:
-        r.gemm.launch((pa, pb, pc), stream)
-    elif r.stage is not None or not r.launch_held("torch", stream, pa, pb, pc):
-        r.run(_TorchLib, stream, pa, pb, pc, a, b, c)
+    r.serve(_TorchLib, _torch_stream(dev), pa, pb, c.data_ptr(), a, b, c)
     return c
 
 
@@ -510,11 +522,7 @@ def _cupy_matmul(a, b, out, allow_tf32, variant, verbose):
     if r is None:
         return None
     c = _CupyLib.empty((a.shape[0], b.shape[1]), a) if out is None else out
-    pa, pb, pc, stream = a.data.ptr, b.data.ptr, c.data.ptr, _CupyLib.stream(0)
-    if r.direct:
-        r.gemm.launch((pa, pb, pc), stream)
-    elif r.stage is not None or not r.launch_held("cupy", stream, pa, pb, pc):
-        r.run(_CupyLib, stream, pa, pb, pc, a, b, c)
+    r.serve(_CupyLib, _CupyLib.stream(0), a.data.ptr, b.data.ptr, c.data.ptr, a, b, c)
     return c
 
 
@@ -558,13 +566,13 @@ def _general_ready(a, b, out, allow_tf32, variant, verbose, lib):
     B2 = B._replace(shape=b2s, strides=b2st)
     C2 = O._replace(shape=(M, N), strides=tuple(O.strides[-2:]))
     # the output must not overlap an input (it would be read while written)
-    c_ext = operand.extent(O.shape, [abs(s) for s in O.strides], O.ptr, O.dtype.itemsize)
+    c_ext = operand.extent(O.shape, O.strides, O.ptr, O.dtype.itemsize)
     for what, X in (("A", A), ("B", B)):
-        if operand.overlaps(c_ext, operand.extent(X.shape, [abs(s) for s in X.strides], X.ptr, X.dtype.itemsize)):
+        if operand.overlaps(c_ext, operand.extent(X.shape, X.strides, X.ptr, X.dtype.itemsize)):
             raise ValueError(f"cugemm.matmul: out overlaps {what}; the kernel would read what it overwrites")
     if K == 0:
         _zero(out, lib)
-        return out, None, None
+        return out, None
     stream = lib.stream(dev)
     with _on_device(dev):
         folded = fold(A2, B2, C2, batch, a_b, b_b, c_b) if batch else (A2, B2, C2)
@@ -614,12 +622,10 @@ def _device_of(a, lib) -> int:
     return a.device.id
 
 
-def _wants_op(torch, a, b) -> bool:
+def _wants_op(a, b) -> bool:
     """Whether a torch call must go through the registered op: torch.compile tracing it, or autograd
-    recording it."""
-    if torch.compiler.is_compiling():
-        return True
-    return torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
+    recording it (torch's functions, bound by _see_torch)."""
+    return _is_compiling() or (_grad_enabled() and (a.requires_grad or b.requires_grad))
 
 
 def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: bool = False):
@@ -639,8 +645,7 @@ def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: b
     torch.compile traces the call as the op torch.ops.cugemm.matmul (cugemm/torch_op.py).
     """
     t = _TENSOR
-    if type(a) is t and type(b) is t and out is None and variant is None and not _is_compiling() and \
-            not (_grad_enabled() and (a.requires_grad or b.requires_grad)) and b.dim() == 2:
+    if type(a) is t and type(b) is t and out is None and variant is None and b.dim() == 2 and not _wants_op(a, b):
         c = _torch_fast(a, b, allow_tf32 is True)  # the serving path of a torch product planned before
         if c is not None:
             return c
@@ -659,7 +664,7 @@ def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: b
             raise TypeError(f"cugemm.matmul: the operands are on {a.device} and {b.device}; move them to the GPU")
         if a.device != b.device:
             raise ValueError(f"cugemm.matmul: the operands are on {a.device} and {b.device}; put them on one GPU")
-        if _wants_op(torch, a, b):
+        if _wants_op(a, b):
             if variant is not None:
                 raise ValueError("cugemm.matmul: variant= is not available under autograd or torch.compile")
             from . import torch_op

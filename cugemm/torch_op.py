@@ -53,25 +53,12 @@ _TORCH_MATMUL = None                    # cugemm.serve.torch_matmul, imported on
 
 # ---- shapes and checks (the fake implementation; also usable by others) ------------------------------
 def result_shape(a_shape, b_shape) -> tuple:
-    """The shape of matmul(a, b) by torch.matmul's rules: 1-D operands promoted (A to 1 x K, B to
-    K x 1) and the added dimension squeezed from the result; batch dimensions broadcast. Raises
-    ValueError, with cugemm.matmul's messages, for scalars, differing inner dimensions and batch
-    dimensions that do not broadcast. Works with symbolic sizes."""
-    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
-    if len(a_shape) == 0 or len(b_shape) == 0:
-        raise ValueError("cugemm.matmul: scalar operands are not allowed (use a * b)")
-    a2 = (1,) + a_shape if len(a_shape) == 1 else a_shape
-    b2 = b_shape + (1,) if len(b_shape) == 1 else b_shape
-    (M, K), (K2, N) = a2[-2:], b2[-2:]
-    if K != K2:
-        raise ValueError(f"cugemm.matmul: inner dimensions differ: A is {'x'.join(map(str, a2))}, "
-                         f"B is {'x'.join(map(str, b2))}")
-    try:
-        batch = tuple(torch.broadcast_shapes(a2[:-2], b2[:-2]))
-    except RuntimeError:
-        raise ValueError(f"cugemm.matmul: batch dimensions {a2[:-2]} and {b2[:-2]} do not broadcast") from None
-    tail = ((M,) if len(a_shape) > 1 else ()) + ((N,) if len(b_shape) > 1 else ())
-    return batch + tail
+    """The shape of matmul(a, b) by torch.matmul's rules (cugemm.serve.result_shape's: 1-D operands
+    promoted and squeezed back, batch dimensions broadcast; ValueError with cugemm.matmul's messages).
+    Works with symbolic sizes."""
+    from .serve import result_shape as shapes
+
+    return shapes(a_shape, b_shape)[4]
 
 
 def check(a, b) -> tuple:

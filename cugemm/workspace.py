@@ -78,10 +78,10 @@ def lookup(kind: str, device: int, stream: int, need: Need):
 
 def held(kind: str, device: int, stream: int, need: Need, alloc) -> Work:
     """The buffer held for launches of one stream (grown to `need` when smaller), as a Work."""
+    work = lookup(kind, device, stream, need)
+    if work is not None:
+        return work
     key = (kind, device, stream)
-    hit = _HELD.get(key)
-    if hit is not None and hit[1].floats >= need.floats and hit[1].counters >= need.counters:
-        return hit[2]
     with _lock:
         old = _HELD.get(key)
         grown = Need(max(need.floats, 1 << 16, 2 * old[1].floats if old else 0),

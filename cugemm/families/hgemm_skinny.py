@@ -52,7 +52,21 @@ def blocks_per_sm(v, dev) -> int:
     return max(1, min(2, per_sm))
 
 
+_PLANS: dict = {}  # (variant name, M, N, K, device) -> (slabs, S): every launch of cugemm.run asks
+
+
 def plan(v, M: int, N: int, K: int, dev) -> tuple[int, int]:
+    """plan_of (below), remembered per (variant, shape, device)."""
+    key = (v.name, M, N, K, dev)
+    hit = _PLANS.get(key)
+    if hit is None:
+        if len(_PLANS) > 4096:
+            _PLANS.clear()
+        hit = _PLANS[key] = plan_of(v, M, N, K, dev)
+    return hit
+
+
+def plan_of(v, M: int, N: int, K: int, dev) -> tuple[int, int]:
     """(slabs, S): the grid, BN-column slabs times S K-slices of ceil(kt / S) K-tiles each (none
     empty). A skinny product is a stream of B, so the estimate is in K-tiles per SM: an SM runs
     ceil(blocks / SMs) blocks' worth of loads (the blocks resident on one SM share its bandwidth),
