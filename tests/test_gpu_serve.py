@@ -131,3 +131,11 @@ def test_capture_of_an_unplanned_problem_raises_before_enqueueing(torch):
     g.replay()
     torch.cuda.synchronize()
     assert torch.equal(y, x * 2)
+
+
+def test_torch_empty_sum_is_zeros(torch):
+    """K = 0: the product is zeros (no kernel), on the torch serving path's first call and the next."""
+    for dt in (torch.float16, torch.float32):
+        for _ in range(2):
+            c = cugemm.matmul(torch.empty(4, 0, device="cuda", dtype=dt), torch.empty(0, 5, device="cuda", dtype=dt))
+            assert c.shape == (4, 5) and bool((c == 0).all())
