@@ -1,11 +1,12 @@
 // cugemm/kernels/hgemm/01_naive.cu -- HGEMM (CUDA cores) ladder, rung 1: hgemm_naive_f16
+// (the ladder's story, measurements and what was tried: docs/hgemm.md)
 //
 // C = A * B, all row-major fp16: A is MxK, B is KxN, C is MxN (C is overwritten). Products and
 // the running sum are fp16 (__hfma: one fused multiply-add, rounded to fp16 once), as in the notes.
 //
 // What this rung is: the baseline, the fp16 twin of sgemm_naive_f32. One thread computes one
 // element of C and walks the whole K dimension, reading a row of A and a column of B straight
-// from global memory. Nothing is reused on chip, and each __hfma uses one lane of the half2 unit.
+// from global memory.
 //
 // Shape rules: any M, N, K >= 0, any 2-byte aligned pointers (scalar accesses only). Threads past
 //   the last row/column of C exit early (there is no __syncthreads in this kernel, so that is

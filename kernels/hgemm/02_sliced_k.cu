@@ -1,4 +1,5 @@
 // cugemm/kernels/hgemm/02_sliced_k.cu -- HGEMM (CUDA cores) ladder, rung 2: hgemm_sliced_k_f16
+// (the ladder's story, measurements and what was tried: docs/hgemm.md)
 //
 // C = A * B, all row-major fp16: A is MxK, B is KxN, C is MxN (C is overwritten); fp16 __hfma
 // products and fp16 accumulation.

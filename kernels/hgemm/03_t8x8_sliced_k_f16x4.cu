@@ -1,6 +1,7 @@
 // cugemm/kernels/hgemm/03_t8x8_sliced_k_f16x4.cu -- HGEMM (CUDA cores) ladder, rung 3:
 // hgemm_t_8x8_sliced_k_f16x4 (PACK = false, "unpack") and hgemm_t_8x8_sliced_k_f16x4_pack
 // (PACK = true)
+// (the ladder's story, measurements and what was tried: docs/hgemm.md)
 //
 // C = A * B, all row-major fp16: A is MxK, B is KxN, C is MxN (C is overwritten); fp16 products
 // and fp16 accumulation.
@@ -13,14 +14,8 @@
 //   PACK = false: the products are written as scalar __hfma, one fp16 multiply-add each.
 //   PACK = true:  the TN columns are taken as TN/2 half2 pairs, and a[m] broadcast to both lanes
 //                 of a half2 multiplies a pair: one __hfma2 does two multiply-adds (the notes'
-//                 "pack"), half the arithmetic instructions of a scalar loop.
+//                 "pack").
 // In both, the accumulator is half2 r_c[TM][TN/2] (r_c[m][j] = C columns 2j, 2j+1 of row m).
-// Measured in SASS (CUDA 13, sm_80 and sm_90): ptxas pairs the scalar __hfma of neighbouring
-// columns into HFMA2 by itself, so the two forms compile to the same 256 HFMA2 per K slice (it
-// does so even with the scalar sums in separate variables); PACK = false stays as the notes' rung,
-// and the packing is what the source says explicitly from here on.
-// Still left on the table: the A column reads s_a[ty*TM + m][k] are scalar and strided (rung 4
-// transposes A in shared memory and fixes that).
 //
 // Shape rules (checked by the caller, not here): M % BM == 0, N % BN == 0, K % BK == 0, and
 //   16-byte aligned base pointers (the TN = 8 half rows of C are 16-byte stores); with BK, BN

@@ -5,32 +5,21 @@
 //   hgemm_t_4x4_sliced_k_f16x4_pack_bcf     4x4 thread tile, 64x64x16 block tile
 //   hgemm_t_8x8_sliced_k_f16x8_pack_bcf     VEC = 8: one 16-byte read per k-row fragment
 // and their `_offset` siblings (PAD > 0: padded shared-memory rows).
+// (the ladder's story, measurements and what was tried: docs/hgemm.md)
 //
 // C = A * B, all row-major fp16: A is MxK, B is KxN, C is MxN (C is overwritten); fp16 products
 // and fp16 accumulation.
 //
 // What this rung adds over rung 3 (thread tile): shared-memory layouts and a thread-tile split
 // chosen so that the per-k register loads are vector loads that do not conflict.
-//  * A is transposed on its way into shared memory: s_a[BK][BM+PAD] (s_a[k][m]), so the TM values
-//    of A a thread needs at step k lie in one row, next to each other.
+//  * A is transposed on its way into shared memory: s_a[BK][BM+PAD] (s_a[k][m]).
 //  * A thread's TM rows come in TM/VEC chunks of VEC contiguous rows, the chunks BM/(TM/VEC) rows
-//    apart: chunk q covers rows q*BM/(TM/VEC) + ty*VEC + r, r < VEC. Its TN columns likewise. With
-//    VEC = 4 and an 8x8 tile that is the split of the FP32 bcf kernel (two halves, BM/2 apart);
-//    with VEC = TM the thread's rows are one chunk. Each chunk is one VEC-half vector read (8 or
-//    16 bytes), and the 16 threads of a warp that share a ty read 16 neighbouring vectors of a row
-//    of s_b (128 or 256 contiguous bytes: the fewest wavefronts such a read can take); the s_a
-//    reads are a broadcast (2 addresses per warp).
-//  * The global -> shared copies stay 4-half (8-byte) vectors when the tile gives each thread 4
-//    halves of a row (all configs below), else 8-half ones: LD_A / LD_B. A vector of A (row m,
-//    LD_A halves along k) is scattered into s_a column m; B vectors are stored as they are.
-//  * C is written back with the same split, each chunk of a row as one VEC-half vector.
-//  * PACK = false is written with scalar __hfma, PACK = true with __hfma2 (rung 3); as there,
-//    ptxas pairs the scalar ones into the same HFMA2 code.
-//  * PAD pads each shared row by PAD halves (the `_offset` siblings: 4 with VEC = 4, 8 with
-//    VEC = 8, whose 16-byte reads need 16-byte aligned rows). Without it the transposed A stores
-//    of a warp hit rows k and k+4 (k8 tiles: a 2-way conflict) or k, k+4, k+8, k+12 (the k16
-//    t4x4 tile: 4-way) of s_a, which all start in the same bank; padding moves row k+4 by 8
-//    (PAD = 4) or 16 (PAD = 8) banks, and the 16 or 32 bytes each row gets then no longer overlap.
+//    apart: chunk q covers rows q*BM/(TM/VEC) + ty*VEC + r, r < VEC. Its TN columns likewise.
+//    Each chunk is one VEC-half vector read; C is written back with the same split.
+//  * The global -> shared copies are LD_A / LD_B-half vectors (4, or 8 when the tile gives each
+//    thread 8 halves of a row); a vector of A is scattered into s_a column m.
+//  * PAD pads each shared row by PAD halves (a multiple of VEC), which moves the transposed A
+//    stores of rows k and k+4 off the same banks.
 //
 // Shape rules (checked by the caller, not here): M % BM == 0, N % BN == 0, K % BK == 0, and base
 //   pointers aligned to the widest global vector (8 bytes for the f16x4 configs, 16 for f16x8).

@@ -1,5 +1,6 @@
 // cugemm/kernels/hgemm/05_t8x8_sliced_k_f16x8_pack_bcf_dbuf.cu -- HGEMM (CUDA cores) ladder,
 // rung 5: hgemm_t_8x8_sliced_k_f16x8_pack_bcf_dbuf (bcf + pack, double-buffered shared memory)
+// (the ladder's story, measurements and what was tried: docs/hgemm.md)
 //
 // C = A * B, all row-major fp16: A is MxK, B is KxN, C is MxN (C is overwritten); fp16 products
 // and fp16 accumulation (__hfma2 on half2 pairs).
@@ -11,16 +12,14 @@
 //   3. store:    registers -> the other buffer (kt+1)&1 (A transposed, B as is),
 //   4. one __syncthreads per slice: slice kt+1 is complete before it is read, and buffer kt&1
 //      is no longer read before slice kt+2 overwrites it.
-// Rung 4 needed two barriers per slice; here the write of the next slice goes to the buffer
-// nobody reads, so one is enough. Layouts, the thread-tile split (chunks of VEC rows / columns)
-// and the write-back are rung 4's; the arithmetic is its PACK = true form.
+// Layouts, the thread-tile split (chunks of VEC rows / columns) and the write-back are rung 4's;
+// the arithmetic is its PACK = true form.
 //
 // Shape rules (checked by the caller, not here): M % BM == 0, N % BN == 0, K % BK == 0, and base
 //   pointers aligned to the widest global vector (16 bytes with VEC = 8: the C stores).
 // Launch:  grid = (N/BN, M/BM, 1), block = (BN/TN, BM/TM, 1): threadIdx.x walks N, threadIdx.y
 //   walks M. Config <BM, BN, BK, TM, TN, VEC, PAD> = <128, 128, 8, 8, 8, 8, 0> (256 threads,
-//   8 KiB static shared memory). With PAD = 0 its transposed A stores are 2-way conflicted, as in
-//   rung 4.
+//   8 KiB static shared memory).
 #include <cuda_fp16.h>
 #include "../lib/half.cuh"
 

@@ -1,30 +1,22 @@
 // cugemm/kernels/hgemm/06_t8x8_sliced_k16_f16x8_pack_dbuf.cu -- HGEMM (CUDA cores) ladder, rung 6:
 // hgemm_t_8x8_sliced_k16_f16x8_pack_dbuf (+ _offset), hgemm_t_8x8_sliced_k32_f16x8_pack_dbuf and
 // hgemm_t_16x8_sliced_k32_f16x8_pack_dbuf: deeper K slices, A kept row-major in shared memory.
+// (the ladder's story, measurements and what was tried: docs/hgemm.md)
 //
 // C = A * B, all row-major fp16: A is MxK, B is KxN, C is MxN (C is overwritten); fp16 products
 // and fp16 accumulation (__hfma2 on half2 pairs).
 //
 // What this rung changes over rung 5 (pack_bcf_dbuf): the K slice is 16 or 32 deep and A is no
-// longer transposed ("no bcf" in the name). Every global -> shared move is then a plain 16-byte
-// copy of 8 halves, for A as for B (rung 5 scattered A into shared memory 2 bytes at a time), and
-// the same layout lets rung 7 copy both tiles with cp.async.
+// longer transposed, so every global -> shared move is a plain 16-byte copy of 8 halves.
 //  * Shared layout: s_a[buf][m][k] (BM rows of BK+PAD halves), s_b[buf][k][n].
 //  * A fragments along k: a thread reads AK halves of k of each of its rows with one vector read
-//    (AK = 8, one 16-byte read, for TM <= 8; AK = 4, one 8-byte read, for TM = 16, to keep its
-//    TM*AK/2 fragment registers at 32) and uses them for AK consecutive k steps. Per k step it
-//    then reads just its TN halves of B (one 16-byte vector per 8) against TM*TN/2 __hfma2, the
-//    A value broadcast to both lanes of a half2 (rung 3's pack).
-//  * Rows interleaved: the thread's row i is block row i*(BM/TM) + ty, so the threads of a warp
-//    (two values of ty when BN/TN = 16) read rows next to each other, BK+PAD halves apart, whose
-//    vectors fall in different banks (a contiguous block of TM rows per thread would put the two
-//    ty at TM rows apart, the same bank for these row lengths). Its TN columns are chunks of 8 at
-//    q*(BN/(TN/8)) + tx*8: a warp's B read covers 16 neighbouring 16-byte vectors of a row.
+//    (AK = 8 for TM <= 8; AK = 4 for TM = 16, to keep its fragment registers at 32) and uses them
+//    for AK consecutive k steps; per k step it then reads just its TN halves of B.
+//  * Rows interleaved: the thread's row i is block row i*(BM/TM) + ty (conflict-free A reads);
+//    its TN columns are chunks of 8 at q*(BN/(TN/8)) + tx*8.
 //  * Double-buffered as in rung 5: loads of slice kt+1 issued into registers before the compute
 //    of slice kt, stored to the other buffer after it, one barrier per slice.
-//  * PAD (the `_offset` sibling: 8 halves, keeping rows 16-byte aligned) is the notes' padded
-//    form. In this layout the reads and the PAD = 0 stores are conflict-free already; with
-//    PAD = 8 some 16-byte A stores of a warp meet in a bank (2-way), so it is not expected to help.
+//  * PAD (the `_offset` sibling: 8 halves, keeping rows 16-byte aligned) is the notes' padded form.
 //
 // Shape rules (checked by the caller, not here): M % BM == 0, N % BN == 0, K % BK == 0, 16-byte
 //   aligned base pointers.

@@ -1,6 +1,8 @@
 // cugemm/kernels/hgemm/07_t8x8_sliced_k16_f16x8_pack_dbuf_async.cu -- HGEMM (CUDA cores) ladder,
-// rung 7: hgemm_t_8x8_sliced_k16_f16x8_pack_dbuf_async, hgemm_t_8x8_sliced_k32_f16x8_pack_dbuf_async
-// and hgemm_t_16x8_sliced_k32_f16x8_pack_dbuf_async (double-buffered through cp.async)
+// rung 7: hgemm_t_8x8_sliced_k16_f16x8_pack_dbuf_async,
+// hgemm_t_8x8_sliced_k32_f16x8_pack_dbuf_async and hgemm_t_16x8_sliced_k32_f16x8_pack_dbuf_async
+// (double-buffered through cp.async)
+// (the ladder's story, measurements and what was tried: docs/hgemm.md)
 //
 // C = A * B, all row-major fp16: A is MxK, B is KxN, C is MxN (C is overwritten); fp16 products
 // and fp16 accumulation (__hfma2 on half2 pairs).

@@ -1,59 +1,28 @@
 // cugemm/kernels/hgemm/08_warp_tile.cu -- HGEMM (CUDA cores), above the notes: warp tiling with
 // register-double-buffered half2 fragments. Variants hgemm_t_{8x8,8x16,16x16}_warp2x4_
-// sliced_k16_f16x8_pack_dbuf and their `_dup_a` siblings (DUP_A, point 7); the fastest,
+// sliced_k16_f16x8_pack_dbuf and their `_dup_a` siblings (DUP_A); the fastest,
 // hgemm_t_16x16_warp2x4_sliced_k16_f16x8_pack_dbuf_dup_a, is aliased hgemm_warp_tile.
+// (the design in full, the HFMA2 profile behind DUP_A and measurements: docs/hgemm.md)
 //
 // C = A * B, all row-major fp16: A is MxK, B is KxN, C is MxN (C is overwritten); fp16 products
 // and fp16 accumulation, two per instruction (__hfma2 on half2 pairs).
 //
-// What this rung adds over rungs 5-7 (block tile, thread tile, double-buffered shared memory):
-// the structure of the FP32 warp-tiled kernel (sgemm rung 7), in half2.
-//  1. A warp tile. The BM x BN block tile is split into WARPS_M x WARPS_N warp tiles of WM x WN
-//     (WM = BM / WARPS_M, WN = BN / WARPS_N); the 32 lanes of a warp form a LANES_M x LANES_N grid
-//     inside it (LANES_M = WM / TM, LANES_N = WN / TN; lane_m = lane % LANES_M). Per k step a warp
-//     reads WM halves of a k-row of As and WN halves of a k-row of Bs and nothing else.
-//  2. Thread tiles of 8x8 sub-tiles. A thread's TM x TN outputs are (TM/8) x (TN/8) blocks of 8x8.
-//     Its 8-row group i starts at row tm0 + i*LANES_M*8 of the block tile (tm0 = warp_m*WM +
-//     lane_m*8; 4-row groups with DUP_A, point 7), its 8-column group j at column
-//     tn0 + j*LANES_N*8 (tn0 = warp_n*WN + lane_n*8).
-//     Every fragment read is then one 16-byte vector (8 halves), and the lanes of a warp read
-//     LANES_M (resp. LANES_N) neighbouring vectors of a row: one wavefront, the other lanes served
-//     by broadcast, no bank conflict. In the epilogue each 16-byte store of a warp covers whole
-//     32-byte sectors of C (LANES_N * 16 bytes of a row, LANES_N >= 2).
-//  3. Packed products. Per k step a thread holds TM halves of A and TN halves of B (TN/2 half2,
-//     the pairs of neighbouring columns), and does TM*TN/2 __hfma2:
-//     acc[i][j] += (a_i, a_i) * (b_2j, b_2j+1). Without DUP_A, a_i is broadcast to both lanes by
-//     bcast_f16, which ptxas folds into the HFMA2 operand (.H0_H0 / .H1_H1). The accumulators are
-//     half2 acc[TM][TN/2].
-//  4. Register double buffering of fragments: while the __hfma2 of k step kk run, the fragments
-//     of step kk+1 are being read (TM/8 + TN/8 LDS.128 per k step, TM/4 + TN/8 with DUP_A,
-//     against TM*TN/2 __hfma2).
-//  5. Global loads one K slice ahead, into registers: K slice kt+1 is fetched right after the
-//     barrier that publishes slice kt (at the end of the previous loop iteration, where ptxas
-//     cannot sink the loads towards their use), is written to the other shared buffer before the
-//     last k step of slice kt, and one __syncthreads per slice publishes it; the first fragment
-//     of slice kt+1 is then read under the last step's __hfma2. The last slice is peeled off the
-//     loop, so the loop body has no run-time branch.
-//  6. A is transposed on its way into shared memory (As[k][m]): a thread loads 8 halves along k of
-//     one row of A (16 bytes) and writes them to 8 rows of As. Load v = tid + u*NT is row v % BM,
-//     k-vector v / BM of the tile, so a warp covers 32 consecutive rows at one k-vector and each of
-//     its 2-byte stores writes 64 contiguous bytes of an As row: conflict-free without padding
-//     (the two halves of a 32-byte sector of A are read by two warps of the block at the same
-//     time). B goes as 16-byte vectors: a warp reads and stores BN/8 neighbouring vectors of a row.
-//  7. DUP_A: A stored in shared memory already broadcast, each element as the half2 (a, a)
-//     (AW = 2 halves per element; the transposing stores become 4-byte (a, a) stores, 128
-//     contiguous bytes per warp). Why: in SASS (sm_80 and sm_90, CUDA 13) ptxas issues an HFMA2
-//     whose operand carries a .H0_H0 / .H1_H1 selector only to the FMA pipe, while in these
-//     kernels it sends every other selector-free HFMA2 to the MMA pipe (as HFMA2.MMA). Measured on an H200, 4096^3: the broadcast form stalls at 61-63 TFLOP/s in
-//     every tile shape (the FMA pipe's rate, as for FFMA), DUP_A reaches 72-84. The price: twice
-//     the shared memory for A, and one 16-byte fragment read per 4 rows of A instead of 8, so a
-//     thread's rows come in groups of RG = 4 (tm0 = warp_m*WM + lane_m*4, group i at
-//     tm0 + i*LANES_M*4), which keeps each fragment read one conflict-free wavefront.
-//
-// Template parameters: BM x BN block tile, BK the K slice, WARPS_M x WARPS_N warps, TM x TN
-// outputs per thread (halves), DUP_A (point 7). Blocks per SM asked of the register allocator
-// (__launch_bounds__ minBlocks): 2 when TM*TN*AW <= 128 (at most 128 registers per thread at 256
-// threads: enough for TM*TN/2 <= 64 accumulators and fragments of that size), else 1.
+// What this rung adds over rungs 5-7: the structure of the FP32 warp-tiled kernel (sgemm rung 7),
+// in half2.
+//  1. Warp tiles: WARPS_M x WARPS_N warp tiles of WM x WN, the 32 lanes of a warp a
+//     LANES_M x LANES_N grid inside one (LANES_M = WM / TM, LANES_N = WN / TN).
+//  2. Thread tiles of 8x8 sub-tiles (8-row groups LANES_M*8 rows apart, 8-column groups
+//     LANES_N*8 columns apart): every fragment read is one conflict-free 16-byte vector
+//     wavefront, every epilogue 16-byte store covers whole 32-byte sectors of C.
+//  3. Packed products: acc[i][j] += (a_i, a_i) * (b_2j, b_2j+1), half2 acc[TM][TN/2].
+//  4. Fragments of k step kk+1 are read while the __hfma2 of step kk run.
+//  5. Global loads one K slice ahead, into registers, fetched right after the barrier that
+//     publishes the previous slice; one __syncthreads per slice; the last slice peeled off.
+//  6. A transposed on its way into shared memory (As[k][m]), conflict-free without padding.
+//  7. DUP_A: A stored in shared memory as the half2 (a, a) of each element (AW = 2 halves per
+//     element), so the HFMA2 needs no operand selector; a thread's rows then come in groups of
+//     RG = 4 (one 16-byte fragment read per 4 rows of A).
+// Blocks per SM asked of the register allocator: hgemm_warp_tile_min_blocks(TM, TN, DUP_A).
 //
 // Launch: grid = (N / BN, M / BM, 1), block = (WARPS_M * WARPS_N * 32, 1, 1), no dynamic shared
 //         memory (2 * BK * (AW * BM + BN) * 2 bytes of static shared memory).

@@ -16,8 +16,7 @@
 // shared memory, two 16-bit LDS per register (k 2t and 2t+1 of column g are rows apart), packed.
 // Shared rows are padded by PAD halves: with PAD = 8 the A rows (BK + 8 = 24 halves = 12 words)
 // put the 32 lanes' (g, t) words in 32 distinct banks, and the B reads (4 k rows x 8 columns) too.
-// Measured on an H100 80GB HBM3 (2026-11-23, bench.py, % of cupy.matmul in the same run):
-// mma2x4_warp4x4 164 TFLOP/s at 4096x4096x1024 (26%), 178 at 4096^3 (24%): 8.3x / 8.7x rung 1.
+// Measurements: docs/hgemm_mma.md.
 //
 // Template parameters: WARPS_M x WARPS_N warps, FRAGS_M x FRAGS_N mma tiles per warp, PAD halves
 // of padding per shared row, T (half or __nv_bfloat16).

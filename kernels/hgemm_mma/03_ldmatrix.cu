@@ -17,8 +17,7 @@
 // Lane l addresses k row l % 16, column group l / 16 of the pair.
 // Each ldmatrix phase reads 8 rows of 16 bytes; the rows are padded by PAD = 8 halves (A: 48-byte
 // rows, B: 272-byte rows) so the 8 rows fall in 8 different 16-byte bank groups.
-// Measured on an H100 80GB HBM3 (2026-11-23, bench.py, % of cupy.matmul in the same run):
-// 189 TFLOP/s at 4096x4096x1024 (29%), 209 at 4096^3 (28%): +15% / +17% over rung 2.
+// Measurements: docs/hgemm_mma.md.
 //
 // Template parameters: as rung 2 (FRAGS_N even: B fragments load in pairs).
 //   BM = 16 * FRAGS_M * WARPS_M, BN = 8 * FRAGS_N * WARPS_N, BK = 16.

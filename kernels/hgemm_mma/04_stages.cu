@@ -17,24 +17,32 @@
 //     the count stays uniform.
 //  3. BK = 16 * KSTEPS (warp4x4x2: two mma k steps per K-tile), so a barrier covers more MMAs.
 // Shared rows are still padded (PAD = 8 halves), as in rungs 2 and 3; the epilogue is rung 3's.
-// Measured on an H100 80GB HBM3 (2026-11-23, bench.py, % of cupy.matmul in the same run),
-// 128x128x32 (mma2x4_warp4x4x2) at 4096x4096x1024 / 4096^3: stage2 242 / 288 TFLOP/s, stage3 257 /
-// 289 (40% / 38%), stage4 258 / 281: +28-37% / +34-38% over rung 3; past 3 stages nothing more.
+// Measurements: docs/hgemm_mma.md.
 //
 // Template parameters: WARPS_M x WARPS_N warps, FRAGS_M x FRAGS_N mma tiles per warp (FRAGS_N
 // even), BK (a multiple of 16), STAGES (2..5), PAD halves per shared row (a multiple of 8), T.
 //   BM = 16 * FRAGS_M * WARPS_M, BN = 8 * FRAGS_N * WARPS_N.
 // Launch: grid = (N / BN, M / BM, 1), block = (32 * WARPS_M * WARPS_N, 1, 1), dynamic shared memory
-//   hgemm_mma_stages_smem_bytes = STAGES * (BM * (BK + PAD) + BK * (BN + PAD)) * 2 bytes (over
-//   48 KB the caller raises cudaFuncAttributeMaxDynamicSharedMemorySize; cugemm's JIT does).
+//   hgemm_mma_stages_smem_bytes (the layout: hgemm_mma_stages_smem below; over 48 KB the caller
+//   raises cudaFuncAttributeMaxDynamicSharedMemorySize; cugemm's JIT does).
 // Preconditions: M % BM == 0, N % BN == 0, K % BK == 0; a, b, c 16-byte aligned; 32-bit indices;
 //   sm_80+.
 #include "../lib/cp_async.cuh"
 #include "../lib/mma.cuh"
 
+// The dynamic shared memory: a ring of STAGES padded A tiles [BM][BK + PAD], then one of STAGES
+// padded B tiles [BK][BN + PAD], 16-bit elements (offsets and sizes in elements, BYTES in bytes).
+template <int BM, int BN, int BK, int STAGES, int PAD>
+struct hgemm_mma_stages_smem {
+  static constexpr int LDA = BK + PAD, LDB = BN + PAD;          // row lengths
+  static constexpr int A_STAGE = BM * LDA, B_STAGE = BK * LDB;  // per ring stage
+  static constexpr int A = 0, B = A + STAGES * A_STAGE;         // the two rings
+  static constexpr int BYTES = (B + STAGES * B_STAGE) * 2;
+};
+
 template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int PAD, class T>
 __device__ constexpr int hgemm_mma_stages_smem_bytes =
-    STAGES * (16 * FRAGS_M * WARPS_M * (BK + PAD) + BK * (8 * FRAGS_N * WARPS_N + PAD)) * 2;
+    hgemm_mma_stages_smem<16 * FRAGS_M * WARPS_M, 8 * FRAGS_N * WARPS_N, BK, STAGES, PAD>::BYTES;
 
 template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int PAD, class T>
 __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
@@ -44,8 +52,9 @@ hgemm_mma_stages(const T* __restrict__ a, const T* __restrict__ b, T* __restrict
   constexpr int WM = 16 * FRAGS_M, WN = 8 * FRAGS_N;  // warp tile
   constexpr int BM = WM * WARPS_M, BN = WN * WARPS_N;
   constexpr int KSTEPS = BK / 16;
-  constexpr int LDA = BK + PAD, LDB = BN + PAD;       // shared row lengths (elements)
-  constexpr int A_STAGE = BM * LDA, B_STAGE = BK * LDB;  // elements per stage
+  using Smem = hgemm_mma_stages_smem<BM, BN, BK, STAGES, PAD>;
+  constexpr int LDA = Smem::LDA, LDB = Smem::LDB;               // shared row lengths (elements)
+  constexpr int A_STAGE = Smem::A_STAGE, B_STAGE = Smem::B_STAGE;  // elements per stage
   constexpr int A_CPR = BK / 8, B_CPR = BN / 8;       // 16-byte chunks per tile row
   constexpr int A_PER = BM * A_CPR / NT, B_PER = BK * B_CPR / NT;  // chunks per thread
   static_assert(sizeof(T) == 2, "16-bit elements");
@@ -53,12 +62,9 @@ hgemm_mma_stages(const T* __restrict__ a, const T* __restrict__ b, T* __restrict
   static_assert(STAGES >= 2 && STAGES <= 5, "2 to 5 stages");
   static_assert(PAD % 8 == 0, "padded rows stay 16-byte aligned (cp.async, ldmatrix)");
   static_assert(A_PER * NT == BM * A_CPR && B_PER * NT == BK * B_CPR, "whole chunks per thread");
-  static_assert(hgemm_mma_stages_smem_bytes<WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK, STAGES, PAD, T> ==
-                    STAGES * (A_STAGE + B_STAGE) * 2,
-                "the declared dynamic shared memory is the ring's");
   extern __shared__ __align__(128) unsigned char smem[];
-  T* const sA = reinterpret_cast<T*>(smem);  // STAGES x [BM][LDA]
-  T* const sB = sA + STAGES * A_STAGE;       // STAGES x [BK][LDB]
+  T* const sA = reinterpret_cast<T*>(smem) + Smem::A;  // STAGES x [BM][LDA]
+  T* const sB = reinterpret_cast<T*>(smem) + Smem::B;  // STAGES x [BK][LDB]
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;

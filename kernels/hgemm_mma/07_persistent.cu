@@ -1,53 +1,39 @@
 // cugemm/kernels/hgemm_mma/07_persistent.cu -- mma.sync HGEMM, rung 13: persistent blocks and an
 // epilogue by TMA stores that overlaps the next tile, hgemm_mma_m16n8k16_mma2x4_warp4x8x4_stageS_persistent
-// [_cluster2] and the bf16 siblings bgemm_mma_... . Still mma.sync.m16n8k16 fed by ldmatrix (no
-// wgmma): the top rung of the mma.sync family, Hopper only (sm_90a: TMA, mbarriers, setmaxnreg).
+// [_f16acc][_cluster2] and the bf16 siblings bgemm_mma_... . Still mma.sync.m16n8k16 fed by ldmatrix
+// (no wgmma); Hopper only (sm_90a: TMA, mbarriers, setmaxnreg).
 //
-// C = A * B, 16-bit T in and out (half, or __nv_bfloat16 for the bgemm_ siblings), fp32
-// accumulation, any M, N, K with 16-byte rows. The block is rung 12's (06_ws.cu): a producer
-// warpgroup of which one thread issues TMA copies into a STAGES-deep ring of 128-byte swizzled A
-// [BM][64] and B (BN / 64 panels of [64][64]) stages on FULL / EMPTY mbarriers, and WARPS_M x
-// WARPS_N consumer warps of 64 x 64 tiles (ldmatrix + mma.sync, fragments double-buffered in
-// registers: tma_ring.cuh's consume_ring). What rung 13 adds over rung 12:
-//  1. Persistence. The grid is one block per SM (cugemm/families/hgemm_mma.py sizes it from the SM
-//     count) and each block walks the tiles id = blockIdx.x, + gridDim.x, ... of the tile grid in
-//     bands of GROUP tile rows (lib/raster.cuh). The ring's stage and phase run on across tiles, so
-//     the producer loads tile i + 1's first K-tiles while the consumers finish tile i and store it:
-//     no block launch, barrier set-up, pipeline fill or drain per tile. Rung 12 paid those once per
-//     tile, about 1 in 8 of a tile's time at K = 1024 (16 K-tiles).
-//  2. The epilogue by TMA stores, per warp and asynchronous. Rung 12 staged the C tile over the
-//     ring, so every warp first waited for the slowest one (a block barrier) and the ring stood
-//     empty until the block exited. Here each consumer warp owns an 8 KB staging box after the ring
-//     (its 64 x 64 C block, 128-byte swizzled as TMA stores it): it waits until its previous store
-//     has read the box (cp.async.bulk.wait_group.read, lane 0), writes the box with 16 stmatrix.x4,
-//     fences it for the async proxy, and lane 0 issues one TMA store {64 columns, 64 rows}. The
-//     warp goes straight on to its next tile's K loop while the copy engine writes C. The store is
-//     bounded by the tensor map (rows past M, columns past N are not written), so the tile-multiple
-//     and any-shape forms are one kernel; with TMA zero-filling the loads past M, N and K, the
-//     kernel has no edge code at all.
-//  3. CLUSTER_M = 2 (`_cluster2`): clusters of 2 blocks on tiles stacked in M walk the cluster
-//     tiles together; each producer copies its own A and half of the B panels with TMA multicast
-//     into both blocks, EMPTY counts the consumer warps of both blocks and each consumer warp
-//     releases a stage in both (consume_ring). Per K-tile a block reads 32 KB from L2, not 48.
-//     A block of a cluster past M (an odd number of tile rows) computes a copy of its pair's rows
-//     and stores nothing.
-//
-// Measured on an H100 80GB HBM3 (2026-11-23, bench.py, one process, TFLOP/s and % of cupy.matmul at
-//   4096x4096x1024 / 4096^3 / 8192^3): stage4 461.2 (71.7%) / 460.9 (65.2%) / 447.7 (65.0%), beside
-//   rung 12's stage4_ws 413.9 (64.2%) / 449.4 (63.5%) / 453.6 (64.2%); _f16acc 75.3 / 67.3 / 67.2%;
-//   _cluster2 (stage3) 68.0 / 61.3 / 60.6%, a loss. Nsight Compute at 8192^3: the tensor pipe busy
-//   92.2% of the active cycles (cugemm/families/hgemm_mma.py). 168 registers at launch, 0 spills.
+// C = A * B, 16-bit T in and out (half, or __nv_bfloat16), fp32 accumulation (F16ACC: fp16), any
+// M, N, K with 16-byte rows. The block is rung 12's (06_ws.cu): one producer thread fills a
+// STAGES-deep TMA ring on FULL / EMPTY mbarriers for WARPS_M x WARPS_N consumer warps of 64 x 64
+// tiles (tma_ring.cuh). What rung 13 adds over rung 12:
+//  1. Persistence. One block per SM (the launcher sizes the grid from the SM count); each block
+//     walks the tiles blockIdx.x, + gridDim.x, ... in bands of GROUP tile rows (lib/raster.cuh,
+//     ClusterTileWalk). The ring's stage and phase run on across tiles, so the producer loads tile
+//     i + 1 while the consumers finish tile i: no launch, barrier set-up, fill or drain per tile.
+//  2. The epilogue by TMA stores, per warp and asynchronous: each consumer warp owns two staging
+//     boxes after the ring (16 rows x 64 columns of 16-bit T each, 128-byte swizzled as TMA stores
+//     them). For each 16-row strip of its 64 x 64 block, in turn through the two boxes: lane 0
+//     waits until the store that last used the box has read it (cp.async.bulk.wait_group.read), the
+//     warp writes it with stmatrix.x4, fences it for the async proxy, and lane 0 issues one TMA store
+//     {64 columns, 16 rows}; then the warp goes on to its next tile. The tensor map clips the store
+//     at M and N and TMA zero-fills loads past M, N and K: the kernel has no edge code.
+//  3. CLUSTER_M = 2 (_cluster2): clusters of 2 blocks on tiles stacked in M; each producer copies
+//     its A and half of the B panels by TMA multicast into both blocks; EMPTY counts the consumer
+//     warps of both blocks and each consumer warp releases a stage in both (consume_ring). A block
+//     of a cluster past M computes a copy of its pair's rows and stores nothing.
+// Measurements and the profile: docs/hgemm_mma.md.
 //
 // Template parameters: WARPS_M x WARPS_N consumer warps (a multiple of 4: whole warpgroups for
 //   setmaxnreg) of 64 x 64 tiles (BM = 64 WARPS_M <= 256, BN = 64 WARPS_N), STAGES (2..4, with the
 //   staging boxes inside the 227 KB of shared memory), GROUP (tile rows per raster band, in cluster
-//   tiles), CLUSTER_M (1 or 2), F16ACC (fp16 accumulators, `_f16acc`: rung 10's idea on this rung;
-//   T = half only), T. Fixed: BK = 64.
+//   tiles), CLUSTER_M (1 or 2), F16ACC (fp16 accumulators, rung 10's idea; T = half only), T.
+//   Fixed: BK = 64.
 // Launch: grid = (min(cluster tiles, SMs / CLUSTER_M) * CLUSTER_M, 1, 1), block = (32 WARPS_M
-//   WARPS_N + 128, 1, 1), dynamic shared memory hgemm_mma_persistent_smem_bytes = STAGES * (BM + BN)
-//   * 128 + 8192 * warps + 1024 bytes (the ring, the staging boxes and the 1024-byte alignment
-//   slack); extra kernel arguments: the tensor maps of A (box {64, BM}), B (box {64, 64}) and C (box
-//   {64, 64}), 128-byte swizzled (cugemm/families/hgemm_mma.py).
+//   WARPS_N + 128, 1, 1), dynamic shared memory hgemm_mma_persistent_smem_bytes (the layout:
+//   hgemm_mma_persistent_smem below: the ring, the staging boxes, the 1024-byte alignment slack);
+//   extra kernel arguments: the tensor maps of A (box {64, BM}), B (box {64, 64}) and C (box
+//   {64, 16}), 128-byte swizzled (cugemm/families/hgemm_mma.py, _maps_abc).
 // Preconditions: N % 8 == 0 and K % 8 == 0 (16-byte rows, what TMA needs of a row stride), a, b, c
 //   16-byte aligned; M, N, K < 2^31; sm_90a.
 #include "../lib/raster.cuh"
@@ -55,9 +41,23 @@
 #include "../lib/tma.cuh"
 #include "tma_ring.cuh"
 
+// The dynamic shared memory (bytes from its first 1024-byte-aligned address; SLACK pays for the
+// alignment): the TMA ring (tma_ring.cuh, TmaRingLayout), then two staging boxes per consumer warp
+// (16 rows of its 64 x 64 C block of 16-bit T, 128-byte swizzled; 1024-byte aligned as the ring's
+// size is a multiple of 1024).
+template <int BM, int BN, int STAGES, int CONSUMER_WARPS>
+struct hgemm_mma_persistent_smem {
+  using OperandRing = hgemm_mma::TmaRingLayout<BM, BN, STAGES>;
+  static constexpr int BOX = 16 * 128;
+  static constexpr int RING = 0, BOXES = RING + OperandRing::BYTES;
+  static constexpr int SLACK = 1024;
+  static constexpr int BYTES = BOXES + CONSUMER_WARPS * 2 * BOX + SLACK;
+  static_assert(BYTES <= 227 * 1024, "the ring and the staging boxes fit the shared memory of an SM");
+};
+
 template <int WARPS_M, int WARPS_N, int STAGES, int GROUP, int CLUSTER_M, bool F16ACC, class T>
 __device__ constexpr int hgemm_mma_persistent_smem_bytes =
-    STAGES * 64 * (WARPS_M + WARPS_N) * 128 + WARPS_M * WARPS_N * 2 * 16 * 128 + 1024;
+    hgemm_mma_persistent_smem<64 * WARPS_M, 64 * WARPS_N, STAGES, WARPS_M * WARPS_N>::BYTES;
 
 template <int WARPS_M, int WARPS_N, int STAGES, int GROUP, int CLUSTER_M, bool F16ACC, class T>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(32 * WARPS_M * WARPS_N + 128, 1)
@@ -68,9 +68,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(32 * WARPS_M
   constexpr int FRAGS_M = 4, FRAGS_N = 8, WM = 64, WN = 64;  // 64 x 64 warp tiles
   constexpr int CONSUMER_WARPS = WARPS_M * WARPS_N, NC = 32 * CONSUMER_WARPS;
   constexpr int BM = WM * WARPS_M, BN = WN * WARPS_N, BK = 64;
+  using Smem = hgemm_mma_persistent_smem<BM, BN, STAGES, CONSUMER_WARPS>;
   using Tiles = TmaRing<BM, BN, FRAGS_M, FRAGS_N, STAGES>;
   constexpr unsigned STAGE_TX = Tiles::A_STAGE + Tiles::B_STAGE;
-  constexpr int BOX = 16 * 128;  // a staging box: 16 rows of a warp's 64 x 64 C block of 16-bit T
+  constexpr int BOX = Smem::BOX;  // a staging box: 16 rows of a warp's 64 x 64 C block of 16-bit T
   constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   static_assert(sizeof(T) == 2, "16-bit elements");
   static_assert(CONSUMER_WARPS % 4 == 0, "consumers are whole warpgroups (setmaxnreg)");
@@ -80,15 +81,11 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(32 * WARPS_M
   constexpr int PANELS = BN / 64, MY_PANELS = PANELS / CLUSTER_M;  // B panels this block copies
   static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && PANELS % CLUSTER_M == 0,
                 "the cluster splits B by whole panels");
-  static_assert(hgemm_mma_persistent_smem_bytes<WARPS_M, WARPS_N, STAGES, GROUP, CLUSTER_M, F16ACC, T> ==
-                    STAGES * STAGE_TX + CONSUMER_WARPS * 2 * BOX + 1024,
-                "the declared dynamic shared memory is the ring, the boxes and the alignment slack");
-  static_assert(hgemm_mma_persistent_smem_bytes<WARPS_M, WARPS_N, STAGES, GROUP, CLUSTER_M, F16ACC, T> <= 227 * 1024,
-                "the ring and the staging boxes fit the shared memory of an SM");
 
   extern __shared__ unsigned char smem_raw[];
-  unsigned char* const ring = align_1024(smem_raw);
-  unsigned char* const boxes = ring + STAGES * STAGE_TX;  // 1024-byte aligned (the 128-byte swizzle's atom)
+  unsigned char* const base = align_1024(smem_raw);
+  unsigned char* const ring = base + Smem::RING;
+  unsigned char* const boxes = base + Smem::BOXES;  // 1024-byte aligned (the 128-byte swizzle's atom)
   __shared__ alignas(8) unsigned long long full[STAGES], empty[STAGES];
 
   if (threadIdx.x == NC) {
@@ -118,8 +115,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(32 * WARPS_M
     // ---- producer warpgroup: one thread issues the TMA copies of every tile, one ring -------------
     setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == NC) {
-      unsigned char* const sA = ring;
-      unsigned char* const sB = ring + STAGES * Tiles::A_STAGE;
+      unsigned char* const sA = ring + Tiles::A;
+      unsigned char* const sB = ring + Tiles::B;
       const Walk w(M, N, K);
       Ring<STAGES> pos;
       for (int t = w.first(); t < w.count; t += w.stride) {

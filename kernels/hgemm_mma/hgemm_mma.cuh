@@ -61,9 +61,18 @@ __device__ __forceinline__ unsigned chunk_step(unsigned base, int c) {
   return (base ^ ((c & 7) << 4)) + ((c & ~7) << 4);
 }
 
-// The operands of one block: a STAGES-deep ring of swizzled A and B tiles at shared address
-// `ring`, the cp.async copies that fill it (one K-tile per issue(), in order; with EDGE chunks
-// outside the matrices are zero-filled) and the ldmatrix loads of a warp's fragments.
+// The ring's layout in shared memory (bytes from its base): STAGES swizzled A tiles [BM][BK], then
+// STAGES swizzled B tiles [BK][BN], 16-bit elements.
+template <int BM, int BN, int BK, int STAGES>
+struct RingLayout {
+  static constexpr int A_STAGE = BM * BK * 2, B_STAGE = BK * BN * 2;  // per stage
+  static constexpr int A = 0, B = A + STAGES * A_STAGE;              // the two rings
+  static constexpr int BYTES = B + STAGES * B_STAGE;
+};
+
+// The operands of one block: a STAGES-deep ring of swizzled A and B tiles (RingLayout) at shared
+// address `ring`, the cp.async copies that fill it (one K-tile per issue(), in order; with EDGE
+// chunks outside the matrices are zero-filled) and the ldmatrix loads of a warp's fragments.
 //   WARPS_M x WARPS_N warps of FRAGS_M x FRAGS_N mma tiles; BK = 32 or 64.
 template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, bool EDGE, class T>
 struct Operands {
@@ -74,8 +83,8 @@ struct Operands {
   static constexpr int A_CPR = BK / 8, B_CPR = BN / 8;        // 16-byte chunks per row
   static constexpr int A_RPP = NT / A_CPR, B_RPP = NT / B_CPR;  // tile rows copied per pass
   static constexpr int A_PASSES = BM / A_RPP, B_PASSES = BK / B_RPP;
-  static constexpr int A_STAGE = BM * BK * 2, B_STAGE = BK * BN * 2;  // bytes per stage
-  static constexpr int RING_BYTES = STAGES * (A_STAGE + B_STAGE);
+  using Layout = RingLayout<BM, BN, BK, STAGES>;
+  static constexpr int A_STAGE = Layout::A_STAGE, B_STAGE = Layout::B_STAGE;  // bytes per stage
   static_assert(sizeof(T) == 2, "16-bit elements");
   static_assert(BK == 32 || BK == 64, "A rows of 4 or 8 chunks; k step kk XORs chunk 2 kk < 8");
   static_assert(FRAGS_N % 2 == 0 && (WN == 32 || WN % 64 == 0),
@@ -103,7 +112,7 @@ struct Operands {
 
   __device__ __forceinline__ Operands(const T* a_, const T* b_, int M_, int N_, int K_, unsigned ring,
                                       int tid, int lane, int wm0, int wn0)
-      : a(a_), b(b_), M(M_), N(N_), K(K_), sA(ring), sB(ring + STAGES * A_STAGE) {
+      : a(a_), b(b_), M(M_), N(N_), K(K_), sA(ring + Layout::A), sB(ring + Layout::B) {
     a_r = tid / A_CPR;
     a_c = tid % A_CPR * 8;
     b_r = tid / B_CPR;

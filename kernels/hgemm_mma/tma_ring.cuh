@@ -12,16 +12,26 @@
 
 namespace hgemm_mma {
 
-// The ring's A and B stages of 16-bit T at shared-window addresses, and a warp's ldmatrix loads of
-// one k step.
-template <int BM, int BN, int FRAGS_M, int FRAGS_N, int STAGES>
-struct TmaRing {
+// The ring's layout (bytes from its 1024-byte-aligned base): STAGES A stages [BM][64], then STAGES
+// B stages of BN / 64 panels [64][64], 16-bit elements.
+template <int BM, int BN, int STAGES>
+struct TmaRingLayout {
   static constexpr int A_STAGE = BM * 128, B_PANEL = 64 * 128, B_STAGE = BN / 64 * B_PANEL;
+  static constexpr int A = 0, B = A + STAGES * A_STAGE;  // the two rings
+  static constexpr int BYTES = B + STAGES * B_STAGE;
+};
+
+// The ring's A and B stages (TmaRingLayout) at shared-window addresses, and a warp's ldmatrix
+// loads of one k step.
+template <int BM, int BN, int FRAGS_M, int FRAGS_N, int STAGES>
+struct TmaRing : TmaRingLayout<BM, BN, STAGES> {
+  using Layout = TmaRingLayout<BM, BN, STAGES>;
+  using Layout::A_STAGE, Layout::B_PANEL, Layout::B_STAGE;
   unsigned sA, sB;            // ring bases (shared window, 1024-byte aligned)
   unsigned a_lane, b_lane;    // this lane's offsets for k step 0, fragment 0 / pair 0
 
   __device__ __forceinline__ TmaRing(unsigned ring, int lane, int wm0, int wn0)
-      : sA(ring), sB(ring + STAGES * A_STAGE) {
+      : sA(ring + Layout::A), sB(ring + Layout::B) {
     // lane l addresses row l % 16 of its 16 x 16 block, chunk column l / 16 (wm0 % 8 == 0)
     const int sw = ((lane >> 4) ^ (lane & 7)) * 16;
     a_lane = (wm0 + (lane & 15)) * 128 + sw;

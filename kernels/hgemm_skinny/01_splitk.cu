@@ -4,51 +4,26 @@
 //
 // C = A * B, 16-bit T in and out (half or __nv_bfloat16), fp32 accumulation, A M x K row-major with
 // M <= 8 MT, B K x N row-major or (BCOL) column-major: memory holding N rows of K, the W of `x @ W.T`
-// (W N x K row-major, a linear layer's weight). At such M the product reads B (N K elements) once
-// and almost nothing else: its time is B's bytes over the HBM bandwidth, so what this rung adds over
-// the square-tile ladder (hgemm_mma) is the way it streams B:
-//  - swapped operands: the block computes C^T = B^T A^T, so B's side is the 16-row mma operand
-//    (16 columns of C per m16n8k16) and A's rows are the 8-wide one: an M of 1..8 pads to 8 rows,
-//    not 16, and the n tile of a warp covers 16 columns of C per mma.
-//  - split-K over the whole GPU: the grid is (N slabs of BN columns) x (S K-slices), S chosen by the
-//    launcher (cugemm/families/hgemm_skinny.py, plan) so that every SM has whole blocks of work
-//    (M = 16, N = K = 8192 has only 128 slabs of 64 columns for 132 SMs).
-//  - a STAGES-deep cp.async ring of B tiles (and the few A rows of the same k range: they come from
-//    L2) per block, 2 blocks per SM: tens of KB of B in flight per SM, what HBM needs to run near
-//    its bandwidth; fragments by ldmatrix (row-major B: .trans; BCOL: plain, W's rows are already
-//    k-contiguous) from XOR-swizzled stages.
-//  - deterministic split-K reduction in the same kernel: every K-slice writes its M x BN fp32
-//    partial to a workspace; the last block of a slab to arrive (a per-slab counter, reset by that
-//    block, so it is zero again for the next launch) adds the S partials in split order (the same
-//    sum whoever arrives last) and writes C. S = 1 writes C directly.
-// A's rows past M are zero-filled in shared memory and their m8 tiles are skipped (no ldmatrix, no
-// mma): M is a run-time argument; MT bounds it at compile time.
-//
-// Measured on an H100 80GB HBM3 (2026-11-23, one run, before the launch plan was cached): correct on
-// 650 GPU cases (tests/test_gpu_skinny.py, both B layouts, fp16 and bf16, M 1..64, N and K odd
-// multiples of 8). Speed: at 1 x 4096 x 4096 (L2 flushed before each launch, which hides the host
-// side) 22.0 us against cupy.matmul's 21-23 us (97-106%); at the shapes whose B exceeds L2 the bench
-// timed the host, not the kernel: the args_fn then computed the split plan on every call (a Python
-// loop), the host fell behind the GPU and every variant read 88-142 us whatever its bytes (p20-p80
-// spreads up to 2x), against cuBLAS's 41-74 us; the one launch sequence where the host kept up,
-// bgemm_..._m64_n128k64_stage4_bcol at 16 x 8192 x 8192, ran 54.8 us (2.45 TB/s of W; cuBLAS 50.8 us,
-// 93%). The plan is now cached per shape and stream.
-// Later (same day, H100, bench.py alternating with cupy.matmul): at 16 x 8192 x 8192 the 4-stage
-// forms, two blocks an SM and S = 2 (256 blocks), ran 96-97% of cupy.matmul; the 8-stage forms, one
-// block an SM (128 slabs of 64 columns fill the GPU without split-K: no partials, no reduction
-// tail), 99.7% (m16) and 100.9% (m32) in the same run, bf16 99.5% against 96.4%. Nsight Compute
-// there: this kernel with S = 2 at 79.5% of the HBM peak, cuBLAS's nvjet kernel at 83%, a plain
-// grid-stride 16-byte read of the same 134 MB at 85%. An L2::256B prefetch hint on B's copies
-// (a 64-column slab reads 128 bytes a row) measured no different and was dropped. B's copies
-// carry the L2 hint evict_first (lib/core.cuh, l2_policy_stream): after the bench's flush, which
-// leaves the L2 full of dirty lines, this kernel writes back 7.3 MB of them at 16 x 8192 x 8192
-// (cuBLAS 25.0 MB) and runs 50.6 us against cuBLAS's 56.5 (Nsight Compute; with a clean L2 46.3
-// against 46.9); cugemm.matmul there 109.8% of cupy.matmul with the hint, 99.1% without.
+// (W N x K row-major, a linear layer's weight). Such a product is a stream of B; what this kernel
+// adds over the square-tile ladder (hgemm_mma) is the way it streams B:
+//  - swapped operands: the block computes C^T = B^T A^T, so B's side is the 16-row mma operand and
+//    A's rows the 8-wide one (an M of 1..8 pads to 8 rows, not 16);
+//  - split-K: the grid is (N slabs of BN columns) x (S K-slices), S chosen by the launcher
+//    (cugemm/families/hgemm_skinny.py, plan) so that every SM has whole blocks of work;
+//  - a STAGES-deep cp.async ring of XOR-swizzled B tiles (and the few A rows of the same k range)
+//    per block, B's copies tagged evict_first in L2 (lib/core.cuh, l2_policy_stream); fragments by
+//    ldmatrix (row-major B: .trans; BCOL: plain);
+//  - a deterministic split-K reduction in the same kernel: every K-slice writes its M x BN fp32
+//    partial to a workspace; the last block of a slab to arrive (a per-slab counter, which that
+//    block resets to zero) adds the S partials in split order and writes C. S = 1 writes C directly.
+// A's rows past M are zero-filled in shared memory and their m8 tiles skipped (no ldmatrix, no mma):
+// M is a run-time argument; MT bounds it at compile time. Story and measurements: docs/hgemm_skinny.md.
 //
 // Template parameters: NF (n16 tiles per warp; BN = 64 NF, 4 warps side by side in n), MT (m8 tiles:
 // M <= 8 MT, MT even), BK (k per ring stage, 64 or 128), STAGES (2..8), BCOL (B column-major), T.
 // Launch: grid = (ceil(N / BN), S, 1) with every K-slice non-empty (S = ceil(kt / ceil(kt / S)),
-//   kt = ceil(K / BK)), block = (128, 1, 1), dynamic shared memory hgemm_skinny_splitk_smem_bytes.
+//   kt = ceil(K / BK)), block = (128, 1, 1), dynamic shared memory hgemm_skinny_splitk_smem_bytes
+//   (the layout: hgemm_skinny_splitk_smem below).
 //   Extra arguments: ws (fp32, S * ceil(N / BN) * M * BN floats; unused when S = 1) and counters
 //   (ceil(N / BN) unsigned, zero before the first launch; the kernel leaves them zero). Launches
 //   that share ws / counters must not run concurrently (the launcher keeps one pair per stream).
@@ -59,13 +34,22 @@
 #include "../lib/pipeline.cuh"
 #include "../lib/swizzle.cuh"
 
+// The dynamic shared memory (bytes): during the K loop a ring of STAGES swizzled A tiles [BM][BK],
+// then STAGES swizzled B tiles ([BK][BN], BCOL [BN][BK]), 16-bit elements; in the epilogue the
+// block's fp32 partial [BM][P] over it (rows padded to P = BN + 4 floats).
+template <int BM, int BN, int BK, int STAGES>
+struct hgemm_skinny_splitk_smem {
+  static constexpr int A_STAGE = BM * BK * 2, B_STAGE = BN * BK * 2;  // per ring stage
+  static constexpr int A = 0, B = A + STAGES * A_STAGE;              // the two rings
+  static constexpr int RING_BYTES = B + STAGES * B_STAGE;
+  static constexpr int P = BN + 4;
+  static constexpr int PART = 0, PART_BYTES = BM * P * 4;
+  static constexpr int BYTES = RING_BYTES > PART_BYTES ? RING_BYTES : PART_BYTES;
+};
+
 template <int NF, int MT, int BK, int STAGES, bool BCOL, class T>
-__device__ constexpr int hgemm_skinny_splitk_smem_bytes = [] {
-  constexpr int bn = 64 * NF, bm = 8 * MT;
-  constexpr int ring = STAGES * (bm * BK + bn * BK) * 2;  // A and B tiles of 16-bit elements
-  constexpr int part = bm * (bn + 4) * 4;                 // the fp32 partial, padded rows
-  return ring > part ? ring : part;
-}();
+__device__ constexpr int hgemm_skinny_splitk_smem_bytes =
+    hgemm_skinny_splitk_smem<8 * MT, 64 * NF, BK, STAGES>::BYTES;
 
 template <int NF, int MT, int BK, int STAGES, bool BCOL, class T>
 __global__ void __launch_bounds__(128, 2)
@@ -76,8 +60,9 @@ hgemm_skinny_splitk(const T* __restrict__ a, const T* __restrict__ b, T* __restr
   constexpr int B_CPR = BCOL ? BK / 8 : BN / 8;    // per B row: [BN][BK] (BCOL) or [BK][BN]
   constexpr int A_RPP = NT / A_CPR, B_RPP = NT / B_CPR;  // rows per copy pass
   constexpr int A_PASSES = BM / A_RPP, B_PASSES = (BCOL ? BN : BK) / B_RPP;
-  constexpr int A_STAGE = BM * BK * 2, B_STAGE = BN * BK * 2;
-  constexpr int P = BN + 4;                        // row pitch (floats) of the partial tile
+  using Smem = hgemm_skinny_splitk_smem<BM, BN, BK, STAGES>;
+  constexpr int A_STAGE = Smem::A_STAGE, B_STAGE = Smem::B_STAGE;
+  constexpr int P = Smem::P;                       // row pitch (floats) of the partial tile
   static_assert(sizeof(T) == 2, "16-bit elements");
   static_assert(MT % 2 == 0 && MT >= 2 && MT <= 8, "A fragments come in pairs of m8 tiles");
   static_assert(BK == 64 || BK == 128, "k steps of 16, rows of 8 or 16 chunks");
@@ -85,9 +70,6 @@ hgemm_skinny_splitk(const T* __restrict__ a, const T* __restrict__ b, T* __restr
   static_assert(A_RPP % 8 == 0 && B_RPP % 8 == 0 && A_PASSES * A_RPP == BM &&
                     B_PASSES * B_RPP == (BCOL ? BN : BK),
                 "whole swizzle periods per copy pass, whole passes per tile");
-  static_assert(hgemm_skinny_splitk_smem_bytes<NF, MT, BK, STAGES, BCOL, T> ==
-                    (STAGES * (A_STAGE + B_STAGE) > BM * P * 4 ? STAGES * (A_STAGE + B_STAGE) : BM * P * 4),
-                "the declared dynamic shared memory is the ring's (or the partial's)");
   extern __shared__ __align__(128) unsigned char smem[];
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -99,7 +81,7 @@ hgemm_skinny_splitk(const T* __restrict__ a, const T* __restrict__ b, T* __restr
   const int kt0 = split * kt_per;
   const int num_kt = min(kt_per, num_kt_all - kt0);  // >= 1: the launcher leaves no slice empty
 
-  const unsigned sA = smem_addr(smem), sB = sA + STAGES * A_STAGE;
+  const unsigned base = smem_addr(smem), sA = base + Smem::A, sB = base + Smem::B;
 
   // ---- copies: this thread's chunks of every stage (pass i: rows + i * RPP) --------------------
   const int a_r = tid / A_CPR, a_c = tid % A_CPR;
@@ -194,7 +176,7 @@ hgemm_skinny_splitk(const T* __restrict__ a, const T* __restrict__ b, T* __restr
   // ---- epilogue: the block's M x BN partial through shared memory --------------------------------
   cp_async_wait<0>();  // only empty groups remain; drained before the ring is overwritten
   __syncthreads();     // every warp is done with its last fragments
-  float* part = reinterpret_cast<float*>(smem);  // [BM][P]
+  float* part = reinterpret_cast<float*>(smem + Smem::PART);  // [BM][P]
   {
     const int g = lane >> 2, t = lane & 3;
 #pragma unroll

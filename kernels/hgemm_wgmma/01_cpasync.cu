@@ -1,5 +1,5 @@
-// cugemm/kernels/hgemm_wgmma/01_cpasync.cu: Hopper HGEMM rung 1, wgmma with both operands in
-// 128-byte-swizzled shared memory, filled by cp.async (sm_90a).
+// cugemm/kernels/hgemm_wgmma/01_cpasync.cu: Hopper HGEMM rung 1 (sm_90a): wgmma with both operands in
+// 128-byte-swizzled shared memory, filled by cp.async. Story and measurements: docs/hgemm_wgmma.md.
 //
 // C = A * B, T = half or __nv_bfloat16 in and out (row-major: A M x K, B K x N, C M x N, C
 // overwritten), fp32 accumulation.
@@ -7,28 +7,21 @@
 // What this rung adds over the mma.sync / WMMA kernels (kernels/hgemm_wmma/06_stages.cu): the
 // warpgroup MMA. Each of the two warpgroups computes a 64 x BN slab of the 128 x BN block tile with
 // wgmma.mma_async m64nBNk16 (four per 64-deep K-tile), reading A and B straight from shared memory
-// through 64-bit matrix descriptors: no ldmatrix, no fragment registers, and one instruction does
-// the work of 4 x BN / 8 mma.sync. For the tensor cores to read them, the tiles are laid out as
-// the wgmma canonical 128-byte-swizzled layouts (hgemm_wgmma.cuh): A K-major (rows of 64 k),
-// B N-major (TRANS_B: 64-column panels of 64 k rows). Every thread writes its 16-byte chunks
-// (cp.async) at the swizzled position itself (chunk c of row r at c ^ (r % 8)).
-//
+// through 64-bit matrix descriptors: no ldmatrix, no fragment registers. The tiles are laid out as
+// the wgmma canonical 128-byte-swizzled layouts (hgemm_wgmma.cuh): A K-major, B N-major (TRANS_B:
+// 64-column panels of 64 k rows); every thread writes its 16-byte cp.async chunks at the swizzled
+// position itself (chunk c of row r at c ^ (r % 8)).
 // Pipeline: STAGES ring stages, one cp.async group per K-tile (empty ones past the end). At K-tile
-// kt: wait until K-tile kt has landed (cp.async.wait_group STAGES - 2), fence.proxy.async (the
-// copies are generic-proxy writes, the wgmma reads are async-proxy), one __syncthreads (it also
-// says every warpgroup's wgmmas of K-tile kt - 1 are done, see below), issue the copies of K-tile
-// kt + STAGES - 1 into the stage K-tile kt - 1 used, then the wgmmas of K-tile kt, and wait for
-// them (wgmma.wait_group 0) before the next barrier. The wait serialises the tensor cores with the
-// barrier; rung 2 removes it.
-//
-// Measured on an H100 SXM (132 SMs, 2026-11-23, bench.py --dtype f16, same-run % of cupy.matmul):
-// 356 TFLOP/s (56%) at 4096x4096x1024, 482 (65%) at 4096^3, 406 (60%) at 8192^3; the zoo's best
-// WMMA kernel (hgemm_wmma_fast) measured 326 (50%) at 4096x4096x1024 on an H200.
+// kt: wait until K-tile kt has landed (cp.async.wait_group STAGES - 2), fence.proxy.async (the copies
+// are generic-proxy writes, the wgmma reads async-proxy), one __syncthreads (it also says every
+// warpgroup's wgmmas of K-tile kt - 1 are done), issue the copies of K-tile kt + STAGES - 1 into the
+// stage K-tile kt - 1 used, then the wgmmas of K-tile kt, waited for (wgmma.wait_group 0) before the
+// next barrier.
 //
 // Template parameters: BN (block tile columns: 128 or 256; the wgmma N), STAGES (>= 2), T.
 // Fixed: BM = 128 (two warpgroups of 64 rows), BK = 64.
 // Launch: block = (256, 1, 1), grid = (N / BN, M / 128, 1), dynamic shared memory
-//   hgemm_wgmma_cpasync_smem_bytes<...> = STAGES * (128 + BN) * 128 + 1024 bytes.
+//   hgemm_wgmma_cpasync_smem_bytes<...> (CpasyncSmem: STAGES * (128 + BN) * 128 + 1024 bytes).
 // Preconditions: M % 128 == 0, N % BN == 0, K % 64 == 0; a, b, c 16-byte aligned; 32-bit
 //   element indices; sm_90a.
 #include "../lib/barrier.cuh"
@@ -36,27 +29,31 @@
 #include "../lib/swizzle.cuh"
 #include "hgemm_wgmma.cuh"
 
+// Shared memory: the ring of 128 x 64 A and 64 x BN B tiles (hgemm_wgmma.cuh's layouts).
+template <int BN, int STAGES>
+using CpasyncSmem =
+    hgemm_wgmma::RingSmem<128 * hgemm_wgmma::A_ROW_BYTES, (BN / 64) * hgemm_wgmma::B_PANEL_BYTES, STAGES>;
 template <int BN, int STAGES, class T>
-__device__ constexpr int hgemm_wgmma_cpasync_smem_bytes = STAGES * (128 + BN) * 128 + 1024;
+__device__ constexpr int hgemm_wgmma_cpasync_smem_bytes = CpasyncSmem<BN, STAGES>::BYTES;
 
 template <int BN, int STAGES, class T>
 __global__ void __launch_bounds__(256, 1)
     hgemm_wgmma_cpasync(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N,
                         int K) {
   using namespace hgemm_wgmma;
+  using Smem = CpasyncSmem<BN, STAGES>;
   constexpr int BM = 128, THREADS = 256;
-  constexpr int A_STAGE = BM * A_ROW_BYTES;      // bytes: 128 rows of 64 k
-  constexpr int B_STAGE = (BN / 64) * B_PANEL_BYTES;
+  constexpr int A_STAGE = Smem::A_STAGE;         // bytes: 128 rows of 64 k
+  constexpr int B_STAGE = Smem::B_STAGE;
   constexpr int BCH = BN / 8;                    // 16-byte chunks per B row
   constexpr int B_ROWS = THREADS / BCH;          // B rows one pass of the block copies
   static_assert(BN == 128 || BN == 256, "BN is a wgmma N with a 128-register accumulator at most");
   static_assert(B_ROWS % 8 == 0 && BK % B_ROWS == 0, "every pass keeps a thread's rows at equal r % 8");
-  static_assert(hgemm_wgmma_cpasync_smem_bytes<BN, STAGES, T> == STAGES * (A_STAGE + B_STAGE) + 1024,
-                "the declared dynamic shared memory is the ring plus the alignment slack");
 
   extern __shared__ char smem_raw[];
-  char* const sA = align_1024(smem_raw);  // STAGES x A tile (swizzle atoms need 1024-byte alignment)
-  char* const sB = sA + STAGES * A_STAGE;  // STAGES x B tile
+  char* const smem = align_1024(smem_raw);  // swizzle atoms need 1024-byte alignment
+  char* const sA = smem + Smem::A;           // STAGES x A tile
+  char* const sB = smem + Smem::B;           // STAGES x B tile
 
   const int tid = threadIdx.x;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;

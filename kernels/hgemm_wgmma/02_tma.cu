@@ -1,5 +1,6 @@
-// cugemm/kernels/hgemm_wgmma/02_tma.cu: Hopper HGEMM rung 2, the tiles loaded by the Tensor
-// Memory Accelerator (cp.async.bulk.tensor.2d) completing on mbarriers (sm_90a).
+// cugemm/kernels/hgemm_wgmma/02_tma.cu: Hopper HGEMM rung 2 (sm_90a): the tiles loaded by the Tensor
+// Memory Accelerator (cp.async.bulk.tensor.2d), completing on mbarriers. Story and measurements:
+// docs/hgemm_wgmma.md.
 //
 // C = A * B, T = half or __nv_bfloat16 in and out (row-major), fp32 accumulation; the MMA side is
 // rung 1's (two warpgroups, 64 x BN each, wgmma m64nBNk16 from 128-byte-swizzled shared memory).
@@ -20,12 +21,9 @@
 //  The issuing thread is thread 0, a consumer too: its warpgroup stalls while it waits for the
 //  other warpgroup to release a stage. Rung 3 gives the copies their own warp.
 //
-// Measured on an H100 SXM (2026-11-23, same-run % of cupy.matmul): 381 TFLOP/s (60%) at
-// 4096x4096x1024, 513 (69%) at 4096^3, 441 (66%) at 8192^3: +7%, +6%, +9% over rung 1.
-//
 // Template parameters: BN (128 or 256), STAGES (>= 2), T. Fixed: BM = 128, BK = 64.
 // Launch: block = (256, 1, 1), grid = (N / BN, M / 128, 1), dynamic shared memory
-//   hgemm_wgmma_tma_smem_bytes<...> = STAGES * (128 + BN) * 128 + 1024 bytes; extra kernel
+//   hgemm_wgmma_tma_smem_bytes<...> (TmaSmem: STAGES * (128 + BN) * 128 + 1024 bytes); extra kernel
 //   arguments: the tensor maps of A (box {64, 128}) and B (box {64, 64}), both 128-byte swizzled.
 // Preconditions: M % 128 == 0, N % BN == 0, K % 64 == 0; a, b, c 16-byte aligned; sm_90a.
 #include "../lib/barrier.cuh"
@@ -33,25 +31,29 @@
 #include "../lib/tma.cuh"
 #include "hgemm_wgmma.cuh"
 
+// Shared memory: the ring of 128 x 64 A and 64 x BN B tiles (hgemm_wgmma.cuh's layouts).
+template <int BN, int STAGES>
+using TmaSmem =
+    hgemm_wgmma::RingSmem<128 * hgemm_wgmma::A_ROW_BYTES, (BN / 64) * hgemm_wgmma::B_PANEL_BYTES, STAGES>;
 template <int BN, int STAGES, class T>
-__device__ constexpr int hgemm_wgmma_tma_smem_bytes = STAGES * (128 + BN) * 128 + 1024;
+__device__ constexpr int hgemm_wgmma_tma_smem_bytes = TmaSmem<BN, STAGES>::BYTES;
 
 template <int BN, int STAGES, class T>
 __global__ void __launch_bounds__(256, 1)
     hgemm_wgmma_tma(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K,
                     const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b) {
   using namespace hgemm_wgmma;
+  using Smem = TmaSmem<BN, STAGES>;
   constexpr int BM = 128;
-  constexpr int A_STAGE = BM * A_ROW_BYTES;
-  constexpr int B_STAGE = (BN / 64) * B_PANEL_BYTES;
+  constexpr int A_STAGE = Smem::A_STAGE;
+  constexpr int B_STAGE = Smem::B_STAGE;
   constexpr unsigned STAGE_TX = A_STAGE + B_STAGE;  // bytes the copies of one K-tile complete
   static_assert(BN == 128 || BN == 256, "BN is a wgmma N with a 128-register accumulator at most");
-  static_assert(hgemm_wgmma_tma_smem_bytes<BN, STAGES, T> == STAGES * (A_STAGE + B_STAGE) + 1024,
-                "the declared dynamic shared memory is the ring plus the alignment slack");
 
   extern __shared__ char smem_raw[];
-  char* const sA = align_1024(smem_raw);
-  char* const sB = sA + STAGES * A_STAGE;
+  char* const smem = align_1024(smem_raw);
+  char* const sA = smem + Smem::A;
+  char* const sB = smem + Smem::B;
   __shared__ alignas(8) unsigned long long full[STAGES], empty[STAGES];
 
   const int tid = threadIdx.x;

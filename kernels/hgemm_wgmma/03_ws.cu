@@ -1,6 +1,6 @@
-// cugemm/kernels/hgemm_wgmma/03_ws.cu: Hopper HGEMM rungs 3 and 4, warp specialisation: a
+// cugemm/kernels/hgemm_wgmma/03_ws.cu: Hopper HGEMM rungs 3 and 4 (sm_90a), warp specialisation: a
 // producer warpgroup whose one thread issues the TMA copies, and consumer warpgroups that only
-// wait and issue wgmmas (sm_90a).
+// wait and issue wgmmas. Story and measurements: docs/hgemm_wgmma.md.
 //
 // C = A * B, T = half or __nv_bfloat16 in and out (row-major), fp32 accumulation. Tiles, tensor
 // maps and the FULL / EMPTY mbarrier ring are rung 2's (02_tma.cu).
@@ -14,26 +14,19 @@
 //     K-tile's (wgmma.wait_group 1) and release its stage (one arrival per consumer warpgroup on
 //     EMPTY). Nothing a consumer does waits on the copies' issue, and the producer runs up to
 //     STAGES K-tiles ahead.
-//  2. setmaxnreg: the producer needs a few registers, the consumers' accumulators need many. The
-//     producer warpgroup drops to 40 registers per thread and the consumers rise to 232 (for 3
-//     warpgroups at launch: 168 each, 40 + 2 x 232 = 3 x 168).
+//  2. setmaxnreg: the producer warpgroup drops to 40 registers per thread and the consumers rise
+//     to 232 (for 3 warpgroups at launch: 168 each, 40 + 2 x 232 = 3 x 168).
 // Rung 3 (CONSUMERS = 1, BM = BN = 128): one consumer warpgroup owns the 128 x 128 tile as two
 // 64-row slabs (two wgmma m64n128k16 per k16 step, 128 accumulators).
 // What rung 4 adds over rung 3: two consumer warpgroups and a 128 x 256 tile (each consumer owns a
 // 64 x 256 slab: wgmma m64n256k16, 128 accumulators). Per K-tile the block reads 48 KB of operands
-// for 4.2 MFLOP (rung 3: 32 KB for 2.1 MFLOP): a third less shared-memory and L2 traffic per flop,
-// and the two consumers keep the tensor cores busy while either waits.
-//
-// Measured on an H100 SXM (2026-11-23, same-run % of cupy.matmul), 4096x4096x1024 / 4096^3 / 8192^3:
-//   rung 3: 416 (65%) / 524 (70%) / 394 (59%) TFLOP/s: +9% and +2% over rung 2, -11% at 8192^3;
-//   rung 4: 416 (65%) / 635 (85%) / 386 (57%): +21% over rung 3 at 4096^3.
-// At 8192^3 both lose to rung 2: their blocks walk the 64 x 32 tile grid row by row, and B
-// (128 MB) no longer stays in L2 between the rows of tiles; rung 5's grouped walk fixes that.
+// for 4.2 MFLOP (rung 3: 32 KB for 2.1 MFLOP), and the two consumers keep the tensor cores busy
+// while either waits.
 //
 // Template parameters: BM (128), BN (128 or 256), CONSUMERS (1 or 2; each owns BM / CONSUMERS
 // rows as 64-row slabs), STAGES, T. Fixed: BK = 64.
 // Launch: block = (128 (CONSUMERS + 1), 1, 1), grid = (N / BN, M / BM, 1), dynamic shared memory
-//   hgemm_wgmma_ws_smem_bytes<...> = STAGES * (BM + BN) * 128 + 1024 bytes; extra kernel
+//   hgemm_wgmma_ws_smem_bytes<...> (WsSmem: STAGES * (BM + BN) * 128 + 1024 bytes); extra kernel
 //   arguments: the tensor maps of A (box {64, BM}) and B (box {64, 64}), 128-byte swizzled.
 // Preconditions: M % BM == 0, N % BN == 0, K % 64 == 0; a, b, c 16-byte aligned; sm_90a.
 #include "../lib/barrier.cuh"
@@ -41,29 +34,33 @@
 #include "../lib/tma.cuh"
 #include "hgemm_wgmma.cuh"
 
+// Shared memory: the ring of BM x 64 A and 64 x BN B tiles (hgemm_wgmma.cuh's layouts).
+template <int BM, int BN, int STAGES>
+using WsSmem =
+    hgemm_wgmma::RingSmem<BM * hgemm_wgmma::A_ROW_BYTES, (BN / 64) * hgemm_wgmma::B_PANEL_BYTES, STAGES>;
 template <int BM, int BN, int CONSUMERS, int STAGES, class T>
-__device__ constexpr int hgemm_wgmma_ws_smem_bytes = STAGES * (BM + BN) * 128 + 1024;
+__device__ constexpr int hgemm_wgmma_ws_smem_bytes = WsSmem<BM, BN, STAGES>::BYTES;
 
 template <int BM, int BN, int CONSUMERS, int STAGES, class T>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     hgemm_wgmma_ws(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K,
                    const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b) {
   using namespace hgemm_wgmma;
+  using Smem = WsSmem<BM, BN, STAGES>;
   constexpr int SLABS = BM / 64 / CONSUMERS;  // 64-row slabs per consumer warpgroup
-  constexpr int A_STAGE = BM * A_ROW_BYTES;
-  constexpr int B_STAGE = (BN / 64) * B_PANEL_BYTES;
+  constexpr int A_STAGE = Smem::A_STAGE;
+  constexpr int B_STAGE = Smem::B_STAGE;
   constexpr unsigned STAGE_TX = A_STAGE + B_STAGE;
   constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   static_assert(BN == 128 || BN == 256, "BN is a wgmma N");
   static_assert(SLABS >= 1 && SLABS * 64 * CONSUMERS == BM && SLABS * BN / 2 <= 128,
                 "each consumer owns whole 64-row slabs, at most 128 accumulators");
   static_assert(BM <= 256, "one TMA box of A (box dimensions are at most 256)");
-  static_assert(hgemm_wgmma_ws_smem_bytes<BM, BN, CONSUMERS, STAGES, T> == STAGES * (A_STAGE + B_STAGE) + 1024,
-                "the declared dynamic shared memory is the ring plus the alignment slack");
 
   extern __shared__ char smem_raw[];
-  char* const sA = align_1024(smem_raw);
-  char* const sB = sA + STAGES * A_STAGE;
+  char* const smem = align_1024(smem_raw);
+  char* const sA = smem + Smem::A;
+  char* const sB = smem + Smem::B;
   __shared__ alignas(8) unsigned long long full[STAGES], empty[STAGES];
 
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;

@@ -1,43 +1,30 @@
 // cugemm/kernels/hgemm_wgmma/05_tf32.cu: the TF32 sibling of the persistent warp-specialized
 // Hopper GEMM (04_persistent.cu): float32 in and out, TF32 multiplies rounded to nearest by the
-// copy engine, fp32 accumulation (sm_90a).
+// copy engine, fp32 accumulation (sm_90a). Story and measurements: docs/hgemm_wgmma.md.
 //
 // C = A * B, row-major float32, any M, and N, K multiples of 4 (16-byte rows).
 //
 // Structure: 04's (persistent grid walking tiles in grouped order, a producer warpgroup issuing
 // TMA copies into a STAGES-deep ring with FULL / EMPTY mbarriers, two consumer warpgroups,
-// setmaxnreg 40 / 232, optional clusters with multicast). What differs, and why:
+// setmaxnreg 40 / 232, optional clusters with multicast). What differs:
 //  1. The operand roles. wgmma reads TF32 operands from shared memory only K-major, and B (K x N,
-//     row-major) is N-major; so, as in kernels/sgemm_tf32/03 and 04, each consumer computes a
-//     slice of C^T = B^T A^T: the wgmma A operand (64 rows of n x 8 k) comes from registers,
-//     loaded from the B tile (4 scalar shared loads per k8 step and thread), and the wgmma B
-//     operand is the A tile, K-major as it is in memory (rows of 32 floats = 128 bytes, swizzled).
-//     wgmma m64n256k8: the block tile is 256 (M: the wgmma N) x 128 (N: two consumers of 64 n).
-//  2. The rounding. cuBLAS rounds both operands to TF32 (round to nearest; the tensor cores
-//     themselves truncate, which gives a relative error of ~4.7e-4 instead of ~2.9e-4 at 4096^3).
-//     Here the tensor maps of A and B have the data type CU_TENSOR_MAP_DATA_TYPE_TFLOAT32, for
-//     which the copy engine rounds every float32 it loads to TF32 on its way into shared memory:
-//     the rounding costs no instruction and no extra pass over shared memory (the zoo's rounding
-//     rung, kernels/sgemm_tf32/04, spends a producer pass of 64 KB per K-tile on it).
-//  3. The B tile is stored as 32-column panels of 32 k rows, 128-byte swizzled (TMA box {32, 32}):
-//     the register-fragment loads (lanes g = 0..7 along n, t = 0..3 along k) then hit 16 banks
-//     twice instead of 8 banks four times (plain rows of 512 bytes).
-//  4. Clusters (CLUSTER_N = 2) pair tiles side by side along N: they share the A tile (32 KB of
-//     the 48 KB per K-tile), each block copies half of it with multicast.
-//  5. The epilogue stores C^T's fragments straight to global memory, bounded (8 lanes of equal t
-//     write one 32-byte sector of a row): the block tile is 256 x 128 and K-tiles are 32 deep, so
-//     the mainloop of a tile is long compared with its stores.
-//
-// Measured on an H100 SXM (2026-11-23, bench.py --dtype tf32: cupy.matmul with CUPY_TF32=1 in the
-// same run), CLUSTER_N = 2: 396 TFLOP/s (99.8%) at 4096^3, 348 (96.7%) at 8192^3 (an earlier run:
-// 402 (99.0%), 379 (103.5%)); CLUSTER_N = 1: 375 (94%), 328 (91%). Relative error 2.9e-4 at 4096^3
-// and 8192^3, the same as cupy.matmul TF32 (truncation gives 4.7e-4). The zoo's rounding rung
-// (kernels/sgemm_tf32/04) measured 63% of cuBLAS TF32.
+//     row-major) is N-major; so each consumer computes a 64-column slice of C^T = B^T A^T: the
+//     wgmma A operand (64 rows of n x 8 k) comes from registers, loaded from the B tile (4 scalar
+//     shared loads per k8 step and thread), and the wgmma B operand is the A tile, K-major as in
+//     memory. wgmma m64n256k8: the block tile is 256 (M: the wgmma N) x 128 (N: two consumers).
+//  2. The rounding. The tensor maps of A and B have the data type CU_TENSOR_MAP_DATA_TYPE_TFLOAT32,
+//     for which the copy engine rounds every float32 it loads to TF32 (to nearest, as cuBLAS) on its
+//     way into shared memory: no instruction and no extra pass over shared memory.
+//  3. The B tile is stored as 32-column panels of 32 k rows, 128-byte swizzled (TMA box {32, 32}),
+//     so the register-fragment loads hit 16 banks twice instead of 8 banks four times.
+//  4. Clusters (CLUSTER_N = 2) pair tiles side by side along N: they share the A tile, each block
+//     copying half of it with multicast.
+//  5. The epilogue stores C^T's fragments straight to global memory, bounded.
 //
 // Template parameters: STAGES, GROUP (tile rows per raster band), CLUSTER_N (1 or 2). Fixed: BM =
 // 256, BN = 128, BK = 32.
 // Launch: block = (384, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_N, 1, 1); dynamic shared
-//   memory hgemm_wgmma_tf32_smem_bytes<...> = STAGES * 48 KB + 1024 bytes; extra kernel
+//   memory hgemm_wgmma_tf32_smem_bytes<...> (Tf32Smem: STAGES * 48 KB + 1024 bytes); extra kernel
 //   arguments: tensor maps of A (box {32, 256 / CLUSTER_N}) and B (box {32, 32}), data type
 //   TFLOAT32, 128-byte swizzled.
 // Preconditions: N % 4 == 0, K % 4 == 0; a, b, c 16-byte aligned; M * N, M * K, K * N < 2^31; sm_90a.
@@ -48,28 +35,33 @@
 #include "../lib/wgmma.cuh"
 #include "hgemm_wgmma.cuh"
 
+// Shared memory: the ring of 256 x 32 A float tiles (rows of 128 bytes) and 32 x 128 B float tiles
+// (4 panels of 32 columns x 32 k rows), 128-byte swizzled.
+template <int STAGES>
+using Tf32Smem = hgemm_wgmma::RingSmem<256 * 128, 4 * 32 * 128, STAGES>;
 template <int STAGES, int GROUP, int CLUSTER_N>
-__device__ constexpr int hgemm_wgmma_tf32_smem_bytes = STAGES * (256 * 128 + 4 * 32 * 128) + 1024;
+__device__ constexpr int hgemm_wgmma_tf32_smem_bytes = Tf32Smem<STAGES>::BYTES;
 
 template <int STAGES, int GROUP, int CLUSTER_N>
 __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
     hgemm_wgmma_tf32(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int M,
                      int N, int K, const __grid_constant__ TensorMap tmap_a,
                      const __grid_constant__ TensorMap tmap_b) {
+  using Smem = Tf32Smem<STAGES>;
   constexpr int BM = 256, BN = 128, BK = 32;
-  constexpr int A_STAGE = BM * 128;               // 256 rows of 32 floats
+  constexpr int A_STAGE = Smem::A_STAGE;          // 256 rows of 32 floats
   constexpr int B_PANEL = BK * 128;               // 32 k rows of 32 floats
-  constexpr int B_STAGE = (BN / 32) * B_PANEL;
+  constexpr int B_STAGE = Smem::B_STAGE;          // BN / 32 panels
   constexpr int A_PART = BM / CLUSTER_N;          // A rows this block copies (multicast)
   constexpr int NACC = BM / 2;                    // m64n256: 128 accumulators per thread
   constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   static_assert(CLUSTER_N == 1 || CLUSTER_N == 2, "pairs of tiles at most");
-  static_assert(hgemm_wgmma_tf32_smem_bytes<STAGES, GROUP, CLUSTER_N> == STAGES * (A_STAGE + B_STAGE) + 1024,
-                "the declared dynamic shared memory is the ring plus the alignment slack");
+  static_assert(B_STAGE == (BN / 32) * B_PANEL, "the B tile is BN / 32 panels");
 
   extern __shared__ char smem_raw[];
-  char* const sA = align_1024(smem_raw);
-  char* const sB = sA + STAGES * A_STAGE;
+  char* const smem = align_1024(smem_raw);
+  char* const sA = smem + Smem::A;
+  char* const sB = smem + Smem::B;
   __shared__ alignas(8) unsigned long long full[STAGES], empty[STAGES];
 
   if (threadIdx.x == 0) {
@@ -141,13 +133,9 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
     auto release = [&](int s) { release_stage<CLUSTER_N>(&empty[s], tid); };
 
     float acc[NACC];
-    // The register operand: B^T fragments of the BK / 8 k8 steps of one K-tile. A wgmma reads its
-    // register operand asynchronously and ptxas does not keep those registers from being
-    // rewritten by later loads (a version that loaded K-tile kt + 1's fragments while K-tile kt's
-    // wgmmas ran, double-buffered, computed wrong products or had every wgmma serialised), so as
-    // in kernels/sgemm_tf32/04 a K-tile's fragments are loaded only after wgmma.wait_group 0 says
-    // the previous K-tile's wgmmas are done. The other consumer warpgroup's wgmmas keep the
-    // tensor cores busy meanwhile.
+    // The register operand: B^T fragments of the BK / 8 k8 steps of one K-tile, loaded only after
+    // wgmma.wait_group 0 says the previous K-tile's wgmmas (which read them asynchronously) are done;
+    // the other consumer's wgmmas keep the tensor cores busy meanwhile.
     unsigned frag[BK / 8][4];
     Ring<STAGES> ring;
     for (int t = walk.first(); t < walk.count; t += walk.stride) {

@@ -1,39 +1,29 @@
-// cugemm/kernels/hgemm_wgmma/06_persistent_bt.cu: Hopper HGEMM rung 8, the persistent kernel of
-// rung 7 (04_persistent.cu) with the operand roles swapped: each consumer computes a slab of
-// C^T = B^T A^T, so the wide (N = 256) wgmma operand is the K-major A tile (sm_90a).
+// cugemm/kernels/hgemm_wgmma/06_persistent_bt.cu: Hopper HGEMM rung 8 (sm_90a), the persistent
+// kernel of rung 7 (04_persistent.cu) with the operand roles swapped: each consumer computes a slab
+// of C^T = B^T A^T, so the wide (N = 256) wgmma operand is the K-major A tile. Story and
+// measurements: docs/hgemm_wgmma.md.
 //
 // C = A * B, T = half or __nv_bfloat16 in and out (row-major), fp32 accumulation, any M, N and K
 // multiples of 8 (16-byte rows); tails as in 04 (zero-filled boxes, bounded TMA stores).
 //
-// What this rung changes: which operand is which in the wgmma. With B row-major (K x N) one of the
-// two operands must be read N-major (transposed) by the tensor cores. Rung 7 gives each consumer a
-// 64 x 256 slab of C: wgmma m64n256k16 with A (64 rows, K-major) as the narrow operand and the
-// 256-column B tile (N-major, TRANS_B) as the wide one, which both consumers read in full for
-// every k16 step. Here the block tile is 256 (M) x 128 (N) and each consumer owns 64 columns of C:
-// wgmma m64n256k16 computes C^T's 64 x 256 slab, the narrow operand is B^T's 64 columns (the
-// N-major panel, TRANS_A) and the wide one the 256-row A tile, K-major as it is in memory (cuBLAS
-// computes row-major products in this orientation: column-major C^T = B^T A^T). The bytes each
-// wgmma reads and each K-tile copies are the same as in rung 7 (A 32 KB + B 16 KB per stage);
-// what moves is the transpose, onto the small operand. The clusters pair tiles side by side along
-// N, which share the A tile: each block copies half of it with multicast.
+// What this rung changes: which operand is which in the wgmma. Rung 7 gives each consumer a 64 x 256
+// slab of C: A (64 rows, K-major) is the narrow operand and the 256-column B tile (N-major, TRANS_B)
+// the wide one. Here the block tile is 256 (M) x 128 (N) and each consumer owns 64 columns of C:
+// wgmma m64n256k16 computes C^T's 64 x 256 slab, the narrow operand is B^T's 64 columns (the N-major
+// panel, TRANS_A) and the wide one the 256-row A tile, K-major as in memory (cuBLAS's orientation for
+// row-major products). The bytes each wgmma reads and each K-tile copies are rung 7's (A 32 KB + B
+// 16 KB per stage); the transpose moves onto the small operand. The clusters pair tiles side by side
+// along N, which share the A tile: each block copies half of it with multicast.
 // The epilogue transposes on its way out: stmatrix .trans stores each 8 x 8 matrix of the C^T
 // fragment transposed into the 128-byte-swizzled staging boxes (hgemm_wgmma.cuh:
 // stage_box_stmatrix<true>), which TMA stores write to C as in rung 7.
 //
-// Measured on an H100 SXM (2026-11-23, same-run % of cupy.matmul), 4096x4096x1024 / 4096^3 / 8192^3:
-//   CLUSTER_N = 2: 640 (100.1%) / 682 (91%) / 670 (99.7%) TFLOP/s (rung 7 in the same run: 642 /
-//                  684 / 651); an earlier run 640 (99.6%) / 701 (91%) / 667 (95%);
-//   CLUSTER_N = 1: 652 (101.9%) / 685 (92%) / 648 (96%); earlier 650 (101.2%) / 728 (94.5%) / 673 (96%).
-//   bf16: CLUSTER_N = 2 657 (100.4%) / 718 (92%) / 690 (99.5%); CLUSTER_N = 1 663 (101.3%) /
-//   754 (97%) / 670 (97%). Within the run-to-run spread of rung 7 at 4096^3; ahead at 8192^3 in
-//   one of two runs.
-//
 // Template parameters: STAGES, GROUP (tile rows per raster band), CLUSTER_N (1 or 2), T. Fixed:
 // BM = 256, BN = 128 (2 consumers x 64), BK = 64.
 // Launch: block = (384, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_N, 1, 1); dynamic shared
-//   memory hgemm_wgmma_persistent_bt_smem_bytes<...> = STAGES * 48 KB + 32 KB + 1024 bytes; extra
-//   kernel arguments: tensor maps of A (box {64, 256 / CLUSTER_N}), B (box {64, 64}) and C (box
-//   {64, 64}), 128-byte swizzled.
+//   memory hgemm_wgmma_persistent_bt_smem_bytes<...> (PersistentBtSmem: STAGES * 48 KB + 32 KB +
+//   1024 bytes); extra kernel arguments: tensor maps of A (box {64, 256 / CLUSTER_N}), B (box
+//   {64, 64}) and C (box {64, 64}), 128-byte swizzled.
 // Preconditions: N % 8 == 0, K % 8 == 0; a, b, c 16-byte aligned; M * N, M * K, K * N < 2^31; sm_90a.
 #include "../lib/barrier.cuh"
 #include "../lib/raster.cuh"
@@ -41,8 +31,13 @@
 #include "../lib/tma.cuh"
 #include "hgemm_wgmma.cuh"
 
+// Shared memory: the ring of 256 x 64 A and 64 x 128 B tiles, then two 64 x 64 staging boxes of C
+// per consumer warpgroup.
+template <int STAGES>
+using PersistentBtSmem = hgemm_wgmma::RingSmem<256 * hgemm_wgmma::A_ROW_BYTES, (128 / 64) * hgemm_wgmma::B_PANEL_BYTES,
+                                               STAGES, 4 * hgemm_wgmma::BOX_BYTES>;
 template <int STAGES, int GROUP, int CLUSTER_N, class T>
-__device__ constexpr int hgemm_wgmma_persistent_bt_smem_bytes = STAGES * (256 + 128) * 128 + 4 * 64 * 128 + 1024;
+__device__ constexpr int hgemm_wgmma_persistent_bt_smem_bytes = PersistentBtSmem<STAGES>::BYTES;
 
 template <int STAGES, int GROUP, int CLUSTER_N, class T>
 __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
@@ -50,21 +45,20 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
                               int K, const __grid_constant__ TensorMap tmap_a,
                               const __grid_constant__ TensorMap tmap_b, const __grid_constant__ TensorMap tmap_c) {
   using namespace hgemm_wgmma;
+  using Smem = PersistentBtSmem<STAGES>;
   constexpr int BM = 256, BN = 128;
-  constexpr int A_STAGE = BM * A_ROW_BYTES;           // 256 rows of 64 k
-  constexpr int B_STAGE = (BN / 64) * B_PANEL_BYTES;  // 2 panels of 64 columns x 64 k
+  constexpr int A_STAGE = Smem::A_STAGE;              // 256 rows of 64 k
+  constexpr int B_STAGE = Smem::B_STAGE;              // 2 panels of 64 columns x 64 k
   constexpr int A_PART = BM / CLUSTER_N;              // A rows this block copies (multicast)
-  constexpr int BOX = 64 * 128;                       // one 64 x 64 staging box of C
+  constexpr int BOX = BOX_BYTES;                      // one 64 x 64 staging box of C
   constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   static_assert(CLUSTER_N == 1 || CLUSTER_N == 2, "pairs of tiles at most");
-  static_assert(hgemm_wgmma_persistent_bt_smem_bytes<STAGES, GROUP, CLUSTER_N, T> ==
-                    STAGES * (A_STAGE + B_STAGE) + 4 * BOX + 1024,
-                "the declared dynamic shared memory is the ring, the staging boxes and the alignment slack");
 
   extern __shared__ char smem_raw[];
-  char* const sA = align_1024(smem_raw);
-  char* const sB = sA + STAGES * A_STAGE;
-  char* const sC = sB + STAGES * B_STAGE;  // 2 boxes per consumer warpgroup
+  char* const smem = align_1024(smem_raw);
+  char* const sA = smem + Smem::A;
+  char* const sB = smem + Smem::B;
+  char* const sC = smem + Smem::EPI;  // 2 boxes per consumer warpgroup
   __shared__ alignas(8) unsigned long long full[STAGES], empty[STAGES];
 
   if (threadIdx.x == 0) {

@@ -1,64 +1,54 @@
-// cugemm/kernels/hgemm_wgmma/07_splitk.cu: Hopper HGEMM, split-K for products whose tiles do not
-// fill the GPU: work units of (tile, K-slice), fp32 partials reduced deterministically by the last
-// slice to finish (sm_90a).
+// cugemm/kernels/hgemm_wgmma/07_splitk.cu: Hopper HGEMM rung 9 (sm_90a), split-K for products whose
+// tiles do not fill the GPU: work units of (tile, K-slice), fp32 partials reduced deterministically
+// by the last slice to finish. Story and measurements: docs/hgemm_wgmma.md.
 //
 // C = A * B, T = half or __nv_bfloat16 in and out (row-major; B column-major with B_COL), fp32
 // accumulation, any M, and N and K that are multiples of 8 (16-byte rows): the copy engine
 // zero-fills what lies past M, N or K and the stores are bounded. The block is rung 5's
-// (04_persistent.cu, no clusters): a producer warpgroup (one thread issues TMA copies), two
-// consumer warpgroups of 64 x BN slabs (wgmma m64nBNk16), FULL / EMPTY mbarriers around a
-// STAGES-deep ring that runs on across work units, setmaxnreg 40 / 232, tiles in the grouped order
-// of lib/raster.cuh.
+// (04_persistent.cu, no clusters): a producer warpgroup, two consumer warpgroups of 64 x BN slabs,
+// FULL / EMPTY mbarriers around a STAGES-deep ring that runs on across work units, setmaxnreg 40 /
+// 232, tiles in the grouped order of lib/raster.cuh.
 //
-// What this rung adds over rung 5: when a product has fewer 128 x BN tiles than the GPU has SMs
-// (M = 128 tokens against a 4096 x 4096 weight: 16 tiles of 128 x 256 on 132 SMs), or a last wave
-// of tiles that leaves most SMs idle, the K dimension of those tiles is split. The work is a list
-// of units walked persistently (block b takes units b, b + gridDim.x, ...):
+// What this rung adds over rung 5: the K dimension of the tiles that would leave SMs idle is split.
+// Block b walks the units b, b + gridDim.x, ... of the list
 //   units 0 .. dp_tiles - 1         whole tiles (the full waves of a product with many tiles),
 //   then `splits` units per remaining tile: slice s of tile t covers K-tiles
 //                                   [s * kt / splits, (s + 1) * kt / splits) of its kt = ceil(K / 64).
-// The host (cugemm/families/hgemm_wgmma_splitk.py) picks dp_tiles and splits from M, N, K and the
-// SM count, with at most one wave of slices ((tiles - dp_tiles) * splits <= gridDim.x), so that a
-// block's slice is its last unit. A whole tile is stored from registers (store_slab). A slice stores
-// its slab's fp32 accumulators to its own slot of a workspace (store_partial: fragment order,
-// 512-byte warp stores to L2); then one thread per consumer warpgroup fences and increments the
-// slab's counter; the warpgroup that brings it to `splits` is the last of its slab: it resets the
-// counter to 0 for the next launch, adds the other slices' partials to its own registers in slice
-// order (p_0 + p_1 + ..., whatever order they finished in: the result does not depend on timing)
-// and stores C. The partials come in by bulk copies into the ring, free by then (reduce_partials:
-// half a slab per copy, double-buffered); loaded through registers (8 float4 per thread per L2 round
-// trip) the reduction cost 2-20 us and made most splits slower than none (H100, 2026-11-23).
-// Nobody waits for another block, so any grid is safe (no co-residency assumption).
-// The workspace (splits * 128 * BN floats per split tile) and the counters (two per split tile,
-// zero before the launch; the kernel leaves them zero) are device memory owned by the family
-// module, one pair per (device, stream): two launches running at once must not share them.
-//
-// B_COL (the _bcol forms): B read column-major without a copy, as rung 7's B_COL (04_persistent.cu):
-// B is the transposed view W.T of a row-major N x K array W (x @ W.T of a linear layer; memory: N
-// rows of K elements). B's tensor map describes that N x K memory, box {64 k, 64 n}; a stage's B
-// tile is K-major (BN rows of 128 bytes, 128-byte swizzled, like A's), one box per 64 rows, so panel
-// p still starts at p * 8192 and the stage size, the expected bytes (the live panels), the ring and
-// the reduction buffers in it are the row-major form's; the wgmmas take B untransposed (TRANS_B = 0,
-// the K-major descriptor of hgemm_wgmma.cuh's layouts). Only the producer's box coordinates differ:
-// (kt * 64, n0 + 64 p) of the N x K memory instead of (n0 + 64 p, kt * 64) of the K x N one.
+// The host (cugemm/families/hgemm_wgmma_splitk.py) picks dp_tiles and splits with at most one wave of
+// slices, so that a block's slice is its last unit. A whole tile is stored from registers. A slice
+// stores its slab's fp32 accumulators to its own workspace slot (store_partial), then one thread per
+// consumer warpgroup fences and increments the slab's counter; the warpgroup that brings it to
+// `splits` resets it to 0, adds the other slices' partials to its registers in slice order (p_0 +
+// p_1 + ...: the result does not depend on timing; reduce_partials streams them into the ring, free by
+// then) and stores C. Nobody waits for another block, so any grid is safe. The workspace and the
+// counters are device memory owned by the family module, one pair per (device, stream).
+// B_COL: B read column-major without a copy (B = W.T of a row-major N x K array W); B's tensor map
+// describes that N x K memory (box {64 k, 64 n}) and a stage's B tile is K-major (hgemm_wgmma.cuh),
+// panel p still at p * 8192: stages, expected bytes and reduction buffers are the row-major form's,
+// the wgmmas take B untransposed, and only the producer's box coordinates differ.
 //
 // Template parameters: BN (128 or 256), STAGES, GROUP (tile rows per raster band), B_COL, T.
 // Fixed: BM = 128 (2 x 64), BK = 64.
 // Launch: block = (384, 1, 1), grid = (min(units, SMs), 1, 1), dynamic shared memory
-//   hgemm_wgmma_splitk_smem_bytes<...> = STAGES * (128 + BN) * 128 + 1024 bytes; extra kernel
-//   arguments: tensor maps of A (box {64, 128}) and B (box {64, 64}; B_COL: {64 k, 64 n} of the
-//   N x K memory), 128-byte swizzled; the workspace (float*), the counters (unsigned*), dp_tiles,
-//   splits (1 <= splits <= kt, and (tiles - dp_tiles) * splits <= gridDim.x when splits > 1).
-// Preconditions: N % 8 == 0, K % 8 == 0 (B_COL: K % 8 == 0 is also TMA's 16-byte rule for the
-//   N x K memory's rows); a, b, c 16-byte aligned; M * N, M * K, K * N < 2^31; sm_90a.
+//   hgemm_wgmma_splitk_smem_bytes<...> (SplitkSmem: STAGES * (128 + BN) * 128 + 1024 bytes); extra
+//   kernel arguments: tensor maps of A (box {64, 128}) and B (box {64, 64}; B_COL: {64 k, 64 n} of
+//   the N x K memory), 128-byte swizzled; the workspace (float*, splits * 128 * BN floats per split
+//   tile), the counters (unsigned*, two per split tile, zero; left zero), dp_tiles, splits (1 <=
+//   splits <= kt, and (tiles - dp_tiles) * splits <= gridDim.x when splits > 1).
+// Preconditions: N % 8 == 0, K % 8 == 0; a, b, c 16-byte aligned; M * N, M * K, K * N < 2^31; sm_90a.
 #include "../lib/barrier.cuh"
 #include "../lib/raster.cuh"
 #include "../lib/swizzle.cuh"
 #include "../lib/tma.cuh"
 #include "hgemm_wgmma.cuh"
 
+// Shared memory: the ring of 128 x 64 A and 64 x BN B tiles (the last slice's reduction buffers
+// reuse it).
+template <int BN, int STAGES>
+using SplitkSmem =
+    hgemm_wgmma::RingSmem<128 * hgemm_wgmma::A_ROW_BYTES, (BN / 64) * hgemm_wgmma::B_PANEL_BYTES, STAGES>;
 template <int BN, int STAGES, int GROUP, bool B_COL, class T>
-__device__ constexpr int hgemm_wgmma_splitk_smem_bytes = STAGES * (128 + BN) * 128 + 1024;
+__device__ constexpr int hgemm_wgmma_splitk_smem_bytes = SplitkSmem<BN, STAGES>::BYTES;
 
 namespace splitk {
 // Work unit u of the list above: its tile, slice, K-tile range and (for a slice) its index q among
@@ -84,20 +74,20 @@ __global__ void __launch_bounds__(384, 1)
   using namespace hgemm_wgmma;
   using splitk::Unit;
   using splitk::unit_of;
+  using Smem = SplitkSmem<BN, STAGES>;
   constexpr int BM = 128;
-  constexpr int A_STAGE = BM * A_ROW_BYTES;
-  constexpr int B_STAGE = (BN / 64) * B_PANEL_BYTES;
+  constexpr int A_STAGE = Smem::A_STAGE;
+  constexpr int B_STAGE = Smem::B_STAGE;
   constexpr int NACC = BN / 2;
   constexpr int SLAB_FLOATS = 64 * BN, TILE_FLOATS = BM * BN;  // one partial slab / tile (fp32)
   constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   static_assert(BN == 128 || BN == 256, "BN is a wgmma N with a 128-register accumulator at most");
   static_assert(2 * NACC * 256 <= STAGES * (A_STAGE + B_STAGE) / 2, "two half-slab buffers per consumer in the ring");
-  static_assert(hgemm_wgmma_splitk_smem_bytes<BN, STAGES, GROUP, B_COL, T> == STAGES * (A_STAGE + B_STAGE) + 1024,
-                "the declared dynamic shared memory is the ring and the alignment slack");
 
   extern __shared__ char smem_raw[];
-  char* const sA = align_1024(smem_raw);
-  char* const sB = sA + STAGES * A_STAGE;
+  char* const smem = align_1024(smem_raw);
+  char* const sA = smem + Smem::A;
+  char* const sB = smem + Smem::B;
   __shared__ alignas(8) unsigned long long full[STAGES], empty[STAGES];
   __shared__ alignas(8) unsigned long long red_bar[2][2];  // per consumer: its reduction buffers
   __shared__ int last_slice[2];  // per consumer warpgroup: this slab's slice finished last

@@ -1,8 +1,9 @@
 // cugemm/kernels/hgemm_wgmma/hgemm_wgmma.cuh: the pieces the Hopper fp16/bf16 GEMM rungs
-// (kernels/hgemm_wgmma/0*.cu) share: the shared-memory tile layouts and their wgmma descriptors,
-// one K-tile of wgmmas (and the narrow-edge width dispatch), and the epilogues (bounded stores from registers; 64 x 64 swizzled staging boxes for TMA stores,
-// written by 4-byte shared stores or, transposing, by stmatrix; staged boxes written to a C of any
-// alignment by plain warps). The instructions themselves (wgmma, TMA, mbarriers) are in
+// (kernels/hgemm_wgmma/0*.cu) share: the shared-memory tile layouts, their wgmma descriptors and the
+// dynamic shared memory of a ring kernel (RingSmem), one K-tile of wgmmas (and the narrow-edge width
+// dispatch), and the epilogues (bounded stores from registers; 64 x 64 swizzled staging boxes for
+// TMA stores, written by 4-byte shared stores or, transposing, by stmatrix; staged boxes written to
+// a C of any alignment by plain warps). The instructions themselves (wgmma, TMA, mbarriers) are in
 // kernels/lib/.
 //
 // Tile layouts in shared memory (16-bit T; every tile 1024-byte aligned, 128-byte swizzled):
@@ -37,6 +38,23 @@ namespace hgemm_wgmma {
 inline constexpr int BK = 64;                 // k values per K-tile: one 128-byte row of 16-bit elements
 inline constexpr int A_ROW_BYTES = 128;       // one row of an A tile
 inline constexpr int B_PANEL_BYTES = BK * 128;  // one 64-column panel of a B tile
+inline constexpr int BOX_BYTES = 64 * 128;      // one 64 x 64 staging box of C (the staged epilogues)
+
+// ---- the dynamic shared memory of a ring kernel: one declaration per kernel -----------------------
+// Byte offsets from the 1024-aligned base (align_1024 of the dynamic array; swizzle atoms are 1024
+// bytes): STAGES A tiles of A_STAGE bytes, then STAGES B tiles of B_STAGE, then EPI bytes for the
+// epilogue (staging boxes or slabs). BYTES, the launch's dynamic shared memory, adds the 1024 bytes
+// of slack the alignment may skip. A kernel file names its layout once (an alias of this), defines
+// `<template>_smem_bytes` as its BYTES (cugemm reads that number from the compiled PTX) and carves
+// its shared memory from the same members.
+template <int A_STAGE_, int B_STAGE_, int STAGES, int EPI_BYTES = 0>
+struct RingSmem {
+  static constexpr int A_STAGE = A_STAGE_, B_STAGE = B_STAGE_;
+  static constexpr int A = 0;                          // STAGES x A tile
+  static constexpr int B = A + STAGES * A_STAGE;       // STAGES x B tile
+  static constexpr int EPI = B + STAGES * B_STAGE;     // the epilogue's staging
+  static constexpr int BYTES = EPI + EPI_BYTES + 1024;
+};
 
 // ---- one K-tile (64 k values) of a 64 x BN warpgroup slab: four wgmma m64nBNk16 -----------------
 // a_addr: the slab's first A row (A_COL: its A panel), b_addr: the B tile (shared-window
@@ -187,24 +205,10 @@ __device__ __forceinline__ void stage_box_stmatrix(unsigned box, const float (&a
 // w + nw, ...: lane l reads 4 bytes of each box row (columns 2l, 2l + 1: the swizzle puts a row's 32
 // words in 32 banks), all boxes' first, then writes them, one 4-byte store per box where the pair is
 // 4-byte aligned in C (the whole row alike), two 2-byte stores where not: each store instruction
-// of a warp covers 128 contiguous bytes of C. Rows >= M and columns >= N are not written.
-// The 2-byte stores cost: at 4095x4097x1023 (every other row of C 2 bytes past a word) the kernel
-// takes about 67 us against 60 us at 4096x4096x1024 (H100). Tried (2026-11-23): writing those
-// rows as 4-byte words (2l + 1, 2l + 2) put together by warp shuffles or 2-byte shared loads; in
-// the storing warps' 40 registers (setmaxnreg) ptxas spilled 12-120 bytes, and the one measured
-// ran slower (cugemm.matmul 266.7% of cupy.matmul there, against 290-295% with this code); one row
-// per iteration instead of two (no spills) made the aligned 4096x4096x1024 73 us instead of 60.
-// The stores are st.global.cs (streaming: C is not read again, its lines are the L2's first to go).
-// What the stores cost, the same kernel at 4095x4097x1023 (Nsight Compute after the bench's flush,
-// H100, 2026-11-23): 65.5-65.8 us as plain stores; 50.9 us with no stores at all, 59.6 us without
-// the odd rows', 63.6 us with those as one (misplaced) 4-byte store a word; with .cs 64.0 us,
-// .L1::no_allocate 64.1, .cg 65.2, .wt 65.6. Tried and slower: odd rows staged shifted by one
-// element (a warp shuffle a word in the consumers) and written as 4-byte words, 73.7 us (70.5 for
-// the same build's storing loop with the shift compiled out: the loop's extra instructions cost
-// more than the halved store count saves); each slab row staged at its C address's offset modulo
-// 16 and written as one 1-D bulk copy (cp.async.bulk, shared -> global) of its aligned interior
-// plus 2-byte stores for its ragged ends, 96.4 us (68.3 at 4096x4096x1024, against 57.2 for these
-// stores: 128 small bulk copies a tile are slower than the warps' stores).
+// of a warp covers 128 contiguous bytes of C. Rows >= M and columns >= N are not written. The
+// stores are st.global.cs (streaming: C is not read again). Two rows per iteration fit the storing
+// warps' 40 registers (setmaxnreg) without spills. What the stores cost and the alternatives that
+// measured slower: docs/hgemm_wgmma.md (rung 7's ANY_C form).
 template <class T, int PANELS>
 __device__ __forceinline__ void store_staged_slab(T* __restrict__ c, int ldc, const char* slab, int row0,
                                                   int n0, int live, int M, int N, int w, int nw, int lane) {

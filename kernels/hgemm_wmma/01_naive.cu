@@ -1,4 +1,5 @@
 // cugemm/kernels/hgemm_wmma/01_naive.cu -- WMMA HGEMM ladder, rung 1: hgemm_wmma_m16n16k16_naive
+// (the ladder's story, measurements and what was tried: docs/hgemm_wmma.md)
 //
 // C = A * B on tensor cores through the WMMA API: A (M x K), B (K x N) and C (M x N) are fp16,
 // row-major; C is overwritten. Products accumulate in fp32 (F16ACC = false, what cuBLAS does) or
@@ -7,8 +8,7 @@
 // What this rung adds over the CUDA-core HGEMM: the multiply itself moves to the tensor cores.
 // One warp computes one WMMA_M x WMMA_N tile of C: for each K step of WMMA_K it loads the A and B
 // fragments straight from global memory (wmma::load_matrix_sync, leading dimension K resp. N) and
-// issues one wmma::mma_sync. No shared-memory staging, no reuse between warps: every fragment is
-// fetched from L2/DRAM by every warp that needs it.
+// issues one wmma::mma_sync. No shared-memory staging, no reuse between warps.
 // Epilogue (fp32): the accumulator goes through a small shared scratch tile and leaves as fp16 in
 // 16-byte stores (warp_store_c); with F16ACC it is stored directly.
 //

@@ -1,5 +1,6 @@
 // cugemm/kernels/hgemm_wmma/02_smem.cu -- WMMA HGEMM ladder, rung 2 (block tiles staged in shared
 // memory): hgemm_wmma_m16n16k16_mma4x2 and hgemm_wmma_m16n16k16_mma4x2_warp2x4
+// (the ladder's story, measurements and what was tried: docs/hgemm_wmma.md)
 //
 // C = A * B, fp16 row-major in and out, fp32 (or, F16ACC, fp16) accumulation on tensor cores.
 //
@@ -7,14 +8,11 @@
 //  1. Tile MMA (mma4x2): a block of WARPS_M x WARPS_N warps owns a BM x BN tile of C. Per K step
 //     of BK = WMMA_K the block copies the BM x BK slice of A and the BK x BN slice of B into shared
 //     memory once (plain 16/8/4-byte loads and stores through registers, coalesced), and every warp
-//     loads its fragments from there: each A fragment serves WARPS_N warps, each B fragment
-//     WARPS_M warps.
+//     loads its fragments from there.
 //  2. Warp tiles (warp2x4): each warp computes WARP_TILE_M x WARP_TILE_N fragments of C, so one
-//     A fragment is reused across WARP_TILE_N MMAs and one B fragment across WARP_TILE_M: fewer
-//     shared-memory reads per MMA, and a 128x128 block tile with the same 8 warps.
+//     A fragment is reused across WARP_TILE_N MMAs and one B fragment across WARP_TILE_M.
 // Two barriers per K step (after the copy; before the next copy overwrites the tile). Shared rows
-// are unpadded, as in the notes: the ldmatrix reads of a 16-halves (32-byte) A row stride are
-// 2-way bank-conflicted, those of B (BN halves per row) up to 8-way.
+// are unpadded, as in the notes.
 //
 // Template parameters: WMMA_M x WMMA_N x WMMA_K (fp16 WMMA shape), WARPS_M x WARPS_N warps,
 // WARP_TILE_M x WARP_TILE_N fragments per warp, F16ACC.

@@ -1,5 +1,6 @@
 // cugemm/kernels/hgemm_wmma/03_async.cu -- WMMA HGEMM ladder, rung 3 (cp.async, one buffer):
 // hgemm_wmma_m16n16k16_mma4x2_warp2x4_async and ..._async_offset
+// (the ladder's story, measurements and what was tried: docs/hgemm_wmma.md)
 //
 // C = A * B, fp16 row-major in and out, fp32 (or, F16ACC, fp16) accumulation on tensor cores.
 //
@@ -9,16 +10,15 @@
 //     together; cp_async_wait<0>() + __syncthreads() then publish the tile.
 //  2. PAD halves of padding per shared row (the _offset sibling: PAD = 8). With it, the A row
 //     stride (BK + 8) and the B row stride (BN + 8) are odd multiples of 16 bytes, so the eight
-//     16-byte rows that one ldmatrix phase reads hit eight different bank groups: the fragment
-//     loads become conflict-free (PAD = 0: 2-way on A, 8-way on B for BN = 128).
-//  3. WARP_TILE_K K steps of WMMA_K per staged tile (BK = WMMA_K * WARP_TILE_K); the notes' rung
-//     has one.
+//     16-byte rows that one ldmatrix phase reads hit eight different bank groups.
+//  3. WARP_TILE_K K steps of WMMA_K per staged tile (BK = WMMA_K * WARP_TILE_K).
 // Still one buffer: the copies of slice k+1 start only after every warp is done with slice k.
 //
 // Template parameters: WMMA_M x WMMA_N x WMMA_K (fp16 WMMA shape), WARPS_M x WARPS_N warps,
 // WARP_TILE_M x WARP_TILE_N fragments per warp, WARP_TILE_K K steps per tile, PAD (halves, a
 // multiple of 8), F16ACC.
-//   BM = WMMA_M * WARP_TILE_M * WARPS_M, BN = WMMA_N * WARP_TILE_N * WARPS_N, BK = WMMA_K * WARP_TILE_K.
+//   BM = WMMA_M * WARP_TILE_M * WARPS_M, BN = WMMA_N * WARP_TILE_N * WARPS_N,
+//   BK = WMMA_K * WARP_TILE_K.
 // Preconditions: M % BM == 0, N % BN == 0, K % BK == 0; a, b, c 16-byte aligned; 32-bit indices;
 //   sm_80+ (cp.async).
 // Launch: grid = (N / BN, M / BM, 1), block = (32 * WARPS_M * WARPS_N, 1, 1), static shared

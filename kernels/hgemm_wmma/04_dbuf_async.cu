@@ -1,28 +1,25 @@
 // cugemm/kernels/hgemm_wmma/04_dbuf_async.cu -- WMMA HGEMM ladder, rung 4 (cp.async, two buffers):
 // hgemm_wmma_m16n16k16_mma4x2_warp2x4_dbuf_async, hgemm_wmma_m16n16k16_mma4x4_warp2x2x2_dbuf_async,
 // hgemm_wmma_m32n8k16_mma2x4_warp2x4_dbuf_async, each with an _offset (padded) sibling
+// (the ladder's story, measurements and what was tried: docs/hgemm_wmma.md)
 //
 // C = A * B, fp16 row-major in and out, fp32 (or, F16ACC, fp16) accumulation on tensor cores.
 //
 // What this rung adds over rung 3 (cp.async into one buffer): two shared buffers. While the
 // warps run the MMAs of K-tile kt out of buffer kt & 1, the cp.async copies of K-tile kt + 1
-// already fill buffer (kt + 1) & 1; the copies and the tensor-core work overlap, and one barrier
-// per K-tile is enough:
+// already fill buffer (kt + 1) & 1, and one barrier per K-tile is enough:
 //   prologue: issue tile 0 -> buffer 0, wait, barrier
 //   tile kt:  issue tile kt+1 -> the other buffer (its last readers finished before the previous
 //             barrier); MMAs of tile kt; cp_async_wait<0>() + barrier (tile kt+1 has landed and
 //             nobody reads buffer kt & 1 any more).
-// The notes' three shapes of this rung share the template:
-//   m16n16k16 mma4x2 warp2x4    8 warps, 32x64 warp tiles, 128x128x16 block tile
-//   m16n16k16 mma4x4 warp2x2x2  16 warps, 32x32 warp tiles, 2 K steps per tile: 128x128x32
-//   m32n8k16  mma2x4 warp2x4    8 warps of 2x4 32x8 fragments (64x32 warp tiles), 128x128x16
 // (m32n8k16: the B fragments of a warp start every 8 halves, 16-byte but not 32-byte aligned, as
 // in the notes; ldmatrix needs only the former.)
 //
 // Template parameters: WMMA_M x WMMA_N x WMMA_K (fp16 WMMA shape), WARPS_M x WARPS_N warps,
 // WARP_TILE_M x WARP_TILE_N fragments per warp, WARP_TILE_K K steps per tile, PAD (halves per
 // shared row, a multiple of 8; the _offset siblings use 8), F16ACC.
-//   BM = WMMA_M * WARP_TILE_M * WARPS_M, BN = WMMA_N * WARP_TILE_N * WARPS_N, BK = WMMA_K * WARP_TILE_K.
+//   BM = WMMA_M * WARP_TILE_M * WARPS_M, BN = WMMA_N * WARP_TILE_N * WARPS_N,
+//   BK = WMMA_K * WARP_TILE_K.
 // Preconditions: M % BM == 0, N % BN == 0, K % BK == 0, K >= BK; a, b, c 16-byte aligned;
 //   32-bit indices; sm_80+ (cp.async).
 // Launch: grid = (N / BN, M / BM, 1), block = (32 * WARPS_M * WARPS_N, 1, 1), static shared

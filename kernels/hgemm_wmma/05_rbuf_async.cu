@@ -1,26 +1,26 @@
 // cugemm/kernels/hgemm_wmma/05_rbuf_async.cu -- WMMA HGEMM ladder, rung 5 (register-double-buffered
-// fragments): hgemm_wmma_m16n16k16_mma4x2_warp2x4x2_rbuf_async, ..._offset, ..._dbuf, ..._dbuf_offset
+// fragments): hgemm_wmma_m16n16k16_mma4x2_warp2x4x2_rbuf_async, ..._offset, ..._dbuf,
+// ..._dbuf_offset
+// (the ladder's story, measurements and what was tried: docs/hgemm_wmma.md)
 //
 // C = A * B, fp16 row-major in and out, fp32 (or, F16ACC, fp16) accumulation on tensor cores.
 //
 // What this rung adds over rungs 3 and 4 (cp.async into one or two shared buffers, fragments
 // loaded right before the MMAs that use them): two sets of fragments in registers. The A and B
 // fragments of K step kk + 1 are loaded (ldmatrix) before the MMAs of step kk in program order,
-// into the other set, so the loads of one step can overlap the MMAs of the previous one (ptxas
-// still decides the final order).
+// into the other set, so the loads of one step can overlap the MMAs of the previous one.
 //  STAGES = 1 (rbuf_async, _offset): one shared buffer, as rung 3; the fragment prefetch works
 //    inside a K-tile (WARP_TILE_K = 2 steps of 16: BK = 32).
 //  STAGES = 2 (_dbuf, _dbuf_offset): two shared buffers, as rung 4, and the prefetch also crosses
 //    K-tiles: at the last step of tile kt the block waits for tile kt+1 (cp_async_wait<0>() +
 //    barrier), loads its first fragments, and only then runs that last step's MMAs.
-// This is the notes' mma4x2 + warp2x4x2 kernel (their rows "+async", "+async+offset", "+dbuf",
-// "+dbuf+offset"), whose source left the register buffering as a to-do.
 //
 // Template parameters: WMMA_M x WMMA_N x WMMA_K (fp16 WMMA shape), WARPS_M x WARPS_N warps,
 // WARP_TILE_M x WARP_TILE_N fragments per warp, WARP_TILE_K K steps per tile (even when
 // STAGES = 2, so that every tile starts on fragment set 0), STAGES = 1 or 2 shared buffers,
 // PAD (halves per shared row, multiple of 8), F16ACC.
-//   BM = WMMA_M * WARP_TILE_M * WARPS_M, BN = WMMA_N * WARP_TILE_N * WARPS_N, BK = WMMA_K * WARP_TILE_K.
+//   BM = WMMA_M * WARP_TILE_M * WARPS_M, BN = WMMA_N * WARP_TILE_N * WARPS_N,
+//   BK = WMMA_K * WARP_TILE_K.
 // Preconditions: M % BM == 0, N % BN == 0, K % BK == 0, K >= BK; a, b, c 16-byte aligned;
 //   32-bit indices; sm_80+ (cp.async).
 // Launch: grid = (N / BN, M / BM, 1), block = (32 * WARPS_M * WARPS_N, 1, 1), static shared

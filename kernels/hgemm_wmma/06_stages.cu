@@ -1,60 +1,69 @@
 // cugemm/kernels/hgemm_wmma/06_stages.cu -- WMMA HGEMM, rung 6, above the notes: a multi-stage
 // cp.async pipeline with large warp tiles: hgemm_wmma_m16n16k16_mma2x4_warp4x4x2_stage{3,4}, ...
+// (the ladder's story, measurements and what was tried: docs/hgemm_wmma.md)
 //
 // C = A * B, fp16 row-major in and out, fp32 (or, F16ACC, fp16) accumulation on tensor cores.
 //
 // What this rung adds over rung 5 (two shared buffers, register-double-buffered fragments):
 //  1. STAGES shared buffers (3 or 4) in dynamic shared memory (beyond the 48 KB static limit):
-//     the copies of K-tile kt + STAGES - 1 are issued at the start of tile kt, so STAGES - 1 tiles
-//     are in flight while one is computed. One cp.async group per tile (empty ones past the end
-//     keep the count uniform); at the last K step of tile kt, cp_async_wait<STAGES-2>() leaves
-//     at most STAGES - 2 groups pending, i.e. tile kt + 1 has landed, and one barrier per tile
-//     publishes it and frees the stage that the next tile's copies overwrite (read in tile kt-1).
-//  2. Large warp tiles: 64x64 per warp (4x4 fragments of 16x16), so per K step a warp reads 4 A
-//     and 4 B fragments for 16 MMAs (rung 5: 2 + 4 for 8); shared-memory traffic per MMA halves.
-//     Block tiles of 128x256 (mma2x4: 8 warps, 1 block/SM) or 128x128 (mma2x2: 4 warps, 2 blocks
-//     per SM), BK = 32 or 64 (warp4x4x2, warp4x4x4: fewer barriers per K).
-//  3. Fragments of the next K step are loaded before the MMAs of the current one in program
-//     order (as in rung 5), across tile boundaries too: the first fragments of tile kt + 1 load
-//     right after the barrier, under the MMAs of tile kt's last step.
-//  4. Padded shared rows (PAD = 8 halves): A rows of BK + 8 and B rows of BN + 8 halves are odd
-//     multiples of 16 bytes, so every ldmatrix phase is conflict-free. (load_matrix_sync needs a
-//     constant leading dimension, which rules out XOR swizzles.)
+//     the copies of K-tile kt + STAGES - 1 are issued at the start of tile kt. One cp.async group
+//     per tile (empty ones past the end keep the count uniform); at the last K step of tile kt,
+//     cp_async_wait<STAGES-2>() means tile kt + 1 has landed, and one barrier per tile publishes
+//     it and frees the stage that the next tile's copies overwrite (read in tile kt-1).
+//  2. Large warp tiles: 64x64 per warp (4x4 fragments of 16x16); block tiles of 128x256 (mma2x4,
+//     1 block/SM) or 128x128 (mma2x2, 2 blocks per SM), BK = 32 or 64.
+//  3. Fragments of the next K step are loaded before the MMAs of the current one (as in rung 5),
+//     across tile boundaries too.
+//  4. Padded shared rows (PAD = 8 halves): every ldmatrix phase is conflict-free.
 //  5. Optional block swizzle (SWIZZLE = G > 1 block rows per group; lib/raster.cuh) for L2 reuse.
-//  6. Epilogue: fp32 accumulators -> fp16 through a per-warp shared-memory strip, written to C
-//     in 16-byte stores that fill whole 32-byte sectors (warp_store_c), the pipeline's shared
-//     memory reused for it.
+//  6. Epilogue: fp32 accumulators -> fp16 through a per-warp shared-memory strip (warp_store_c),
+//     the pipeline's shared memory reused for it.
 //
 // Template parameters: WMMA_M x WMMA_N x WMMA_K (fp16 WMMA shape), WARPS_M x WARPS_N warps,
 // WARP_TILE_M x WARP_TILE_N fragments per warp, WARP_TILE_K K steps per tile (even: every tile
 // starts on fragment set 0), STAGES >= 2 shared buffers, PAD halves per shared row (multiple of
 // 8), SWIZZLE block rows per swizzle group (0 or 1: none), F16ACC.
-//   BM = WMMA_M * WARP_TILE_M * WARPS_M, BN = WMMA_N * WARP_TILE_N * WARPS_N, BK = WMMA_K * WARP_TILE_K.
+//   BM = WMMA_M * WARP_TILE_M * WARPS_M, BN = WMMA_N * WARP_TILE_N * WARPS_N,
+//   BK = WMMA_K * WARP_TILE_K.
 // Preconditions: M % BM == 0, N % BN == 0, K % BK == 0, K >= BK; a, b, c 16-byte aligned;
 //   32-bit indices; sm_80+ (cp.async).
 // Launch: grid = (N / BN, M / BM, 1) (remapped inside when SWIZZLE > 1), block =
-//   (32 * WARPS_M * WARPS_N, 1, 1), dynamic shared memory = hgemm_wmma_stages_smem_bytes<...> =
-//   max(STAGES * (BM * (BK + PAD) + BK * (BN + PAD)) * 2, fp32 epilogue scratch); over 48 KB the
-//   caller raises cudaFuncAttributeMaxDynamicSharedMemorySize first (cugemm's JIT does).
+//   (32 * WARPS_M * WARPS_N, 1, 1), dynamic shared memory = hgemm_wmma_stages_smem_bytes<...>
+//   (HgemmWmmaStagesSmem below); over 48 KB the caller raises
+//   cudaFuncAttributeMaxDynamicSharedMemorySize first (cugemm's JIT does).
 #include <mma.h>
 #include <cuda_fp16.h>
 
 #include "../lib/raster.cuh"
 #include "wmma_common.cuh"
 
-// Dynamic shared memory of one block (bytes): STAGES A and B tiles with padded rows, or the fp32
-// epilogue's per-warp scratch strips if larger. Declared with the kernel's own template parameters;
-// the Python registry computes the same number and a CPU test compares the two.
+// Shared-memory layout of one block, the one declaration of it: STAGES stages, each an A tile
+// (BM rows of LDA = BK + PAD halves) followed by a B tile (BK rows of LDB = BN + PAD halves);
+// after the main loop the fp32 epilogue reuses the same bytes as one scratch strip per warp.
+template <int WMMA_M, int WMMA_N, int WMMA_K, int WARPS_M, int WARPS_N, int WARP_TILE_M,
+          int WARP_TILE_N, int WARP_TILE_K, int STAGES, int PAD, bool F16ACC>
+struct HgemmWmmaStagesSmem {
+  static constexpr int BM = WMMA_M * WARP_TILE_M * WARPS_M;
+  static constexpr int BN = WMMA_N * WARP_TILE_N * WARPS_N;
+  static constexpr int BK = WMMA_K * WARP_TILE_K;
+  static constexpr int LDA = BK + PAD, LDB = BN + PAD;  // shared row strides (halves)
+  static constexpr int A_OFF = 0;                       // A tile within a stage (halves)
+  static constexpr int B_OFF = BM * LDA;                // B tile within a stage (halves)
+  static constexpr int STAGE = BM * LDA + BK * LDB;     // halves per stage
+  static constexpr int PIPE_BYTES = STAGES * STAGE * 2;
+  // epilogue: warp w's strip starts at float w * SCRATCH
+  static constexpr int SCRATCH = cugemm_wmma::scratch_floats(WMMA_M, WMMA_N, WARP_TILE_N);
+  static constexpr int EPI_BYTES = F16ACC ? 0 : WARPS_M * WARPS_N * SCRATCH * 4;
+  static constexpr int BYTES = PIPE_BYTES > EPI_BYTES ? PIPE_BYTES : EPI_BYTES;
+  static_assert(B_OFF * 2 % 32 == 0 && STAGE * 2 % 32 == 0, "tiles must start 32-byte aligned");
+  static_assert(BYTES <= 227 * 1024, "more shared memory than an SM offers a block");
+};
+// The block's dynamic shared memory (bytes), under the name the host side looks up.
 template <int WMMA_M, int WMMA_N, int WMMA_K, int WARPS_M, int WARPS_N, int WARP_TILE_M,
           int WARP_TILE_N, int WARP_TILE_K, int STAGES, int PAD, int SWIZZLE, bool F16ACC>
-__device__ constexpr int hgemm_wmma_stages_smem_bytes = [] {
-  constexpr int bm = WMMA_M * WARP_TILE_M * WARPS_M, bn = WMMA_N * WARP_TILE_N * WARPS_N;
-  constexpr int bk = WMMA_K * WARP_TILE_K;
-  constexpr int pipe = STAGES * (bm * (bk + PAD) + bk * (bn + PAD)) * 2;
-  constexpr int epi =
-      F16ACC ? 0 : WARPS_M * WARPS_N * cugemm_wmma::scratch_floats(WMMA_M, WMMA_N, WARP_TILE_N) * 4;
-  return pipe > epi ? pipe : epi;
-}();
+__device__ constexpr int hgemm_wmma_stages_smem_bytes =
+    HgemmWmmaStagesSmem<WMMA_M, WMMA_N, WMMA_K, WARPS_M, WARPS_N, WARP_TILE_M, WARP_TILE_N,
+                        WARP_TILE_K, STAGES, PAD, F16ACC>::BYTES;
 // Blocks per SM asked of the register allocator: 2 when the accumulators take at most 64
 // registers per thread (up to 128 registers each), else 1 (up to 255).
 __host__ __device__ constexpr int hgemm_wmma_stages_min_blocks(int frags, bool f16acc) {
@@ -74,19 +83,14 @@ hgemm_wmma_stages(const half* __restrict__ a, const half* __restrict__ b, half* 
   static_assert(WARP_TILE_K % 2 == 0, "an even number of K steps per tile: each starts on set 0");
   constexpr int NT = 32 * WARPS_M * WARPS_N;
   constexpr int WTM = WARP_TILE_M, WTN = WARP_TILE_N, WTK = WARP_TILE_K;
-  constexpr int BM = WMMA_M * WTM * WARPS_M;
-  constexpr int BN = WMMA_N * WTN * WARPS_N;
-  constexpr int BK = WMMA_K * WTK;
-  constexpr int LDA = BK + PAD, LDB = BN + PAD;
+  using Smem = HgemmWmmaStagesSmem<WMMA_M, WMMA_N, WMMA_K, WARPS_M, WARPS_N, WTM, WTN, WTK, STAGES,
+                                   PAD, F16ACC>;
+  constexpr int BM = Smem::BM, BN = Smem::BN, BK = Smem::BK;
+  constexpr int LDA = Smem::LDA, LDB = Smem::LDB;
   using CopyA = TileCopy<BM, BK, LDA, NT>;
   using CopyB = TileCopy<BK, BN, LDB, NT>;
-  constexpr int STAGE = BM * LDA + BK * LDB;  // halves per stage: A tile, then B tile
-  static_assert((BM * LDA * 2) % 32 == 0 && (STAGE * 2) % 32 == 0, "tiles must start 32-byte aligned");
-  static_assert(hgemm_wmma_stages_smem_bytes<WMMA_M, WMMA_N, WMMA_K, WARPS_M, WARPS_N, WTM, WTN, WTK,
-                                             STAGES, PAD, SWIZZLE, F16ACC> <= 227 * 1024,
-                "more shared memory than an SM offers a block");
-  extern __shared__ __align__(128) unsigned char smem[];
-  half* const s_base = reinterpret_cast<half*>(smem);
+  extern __shared__ __align__(128) unsigned char smem[];  // Smem::BYTES, set by the launch
+  half* const s_base = reinterpret_cast<half*>(smem);       // stage s at s_base + s * Smem::STAGE
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
@@ -94,20 +98,21 @@ hgemm_wmma_stages(const half* __restrict__ a, const half* __restrict__ b, half* 
   const int m0 = tile.row * BM, n0 = tile.col * BN;
   const int wm0 = warp_m * WTM * WMMA_M, wn0 = warp_n * WTN * WMMA_N;
 
-  const int a_dst = CopyA::smem_offset(tid), b_dst = BM * LDA + CopyB::smem_offset(tid);
+  const int a_dst = Smem::A_OFF + CopyA::smem_offset(tid);
+  const int b_dst = Smem::B_OFF + CopyB::smem_offset(tid);
   const half* a_src = a + m0 * K + CopyA::gmem_offset(tid, K);
   const half* b_src = b + n0 + CopyB::gmem_offset(tid, N);
   // copies of K-tile kt into stage `stage` (not committed)
   auto issue = [&](int kt, int stage) __attribute__((always_inline)) {
-    CopyA::async(s_base + stage * STAGE + a_dst, a_src + kt * BK, K);
-    CopyB::async(s_base + stage * STAGE + b_dst, b_src + kt * BK * N, N);
+    CopyA::async(s_base + stage * Smem::STAGE + a_dst, a_src + kt * BK, K);
+    CopyB::async(s_base + stage * Smem::STAGE + b_dst, b_src + kt * BK * N, N);
   };
 
   FragA<WMMA_M, WMMA_N, WMMA_K> fa[2][WTM];
   FragB<WMMA_M, WMMA_N, WMMA_K> fb[2][WTN];
   auto load_frags = [&](int stage, int kk, int p) __attribute__((always_inline)) {
-    const half* s_a = s_base + stage * STAGE;
-    const half* s_b = s_a + BM * LDA;
+    const half* s_a = s_base + stage * Smem::STAGE + Smem::A_OFF;
+    const half* s_b = s_base + stage * Smem::STAGE + Smem::B_OFF;
 #pragma unroll
     for (int i = 0; i < WTM; ++i)
       wmma::load_matrix_sync(fa[p][i], s_a + (wm0 + i * WMMA_M) * LDA + kk * WMMA_K, LDA);
@@ -136,9 +141,7 @@ hgemm_wmma_stages(const half* __restrict__ a, const half* __restrict__ b, half* 
   int read_stage = 0, write_stage = STAGES - 1;
   for (int kt = 0; kt < num_kt; ++kt) {
     // Tile kt + STAGES - 1 into the stage tile kt - 1 used (all its reads came before the last
-    // barrier). Issued first thing in the tile: measured faster than issuing it after the next
-    // step's fragment loads (which ptxas then schedules ahead of this step's MMAs; here it sinks
-    // them below the MMAs, behind the volatile cp.asyncs, and the other warps hide the wait).
+    // barrier), issued first thing in the tile (why: docs/hgemm_wmma.md).
     if (kt + STAGES - 1 < num_kt) issue(kt + STAGES - 1, write_stage);
     cp_async_commit();
     write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
@@ -165,7 +168,7 @@ hgemm_wmma_stages(const half* __restrict__ a, const half* __restrict__ b, half* 
   cp_async_wait<0>();  // only empty groups remain; drain them before the smem is reused
   __syncthreads();     // every warp's last fragment loads are done
 
-  float* scratch = reinterpret_cast<float*>(smem) + warp * scratch_floats(WMMA_M, WMMA_N, WTN);
+  float* scratch = reinterpret_cast<float*>(smem) + warp * Smem::SCRATCH;
   warp_store_c<WMMA_M, WMMA_N, WMMA_K, WTM, WTN, F16ACC>(c + (m0 + wm0) * N + n0 + wn0, N, acc,
                                                          scratch, lane);
 }

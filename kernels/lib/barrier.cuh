@@ -130,7 +130,7 @@ CUGEMM_DEVICE void release_stage(unsigned long long* bar, int tid) {
 
 // Order this thread's view of global memory, as acquired through the generic proxy (e.g. data
 // other blocks stored before an atomic this thread observed), before its later async-proxy
-// accesses to global memory (bulk / TMA copies that read it). Appended for the split-K rung.
+// accesses to global memory (bulk / TMA copies that read it).
 CUGEMM_DEVICE void fence_proxy_async_global() {
   asm volatile("fence.proxy.async.global;\n" ::: "memory");
 }

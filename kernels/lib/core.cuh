@@ -50,13 +50,9 @@ CUGEMM_DEVICE void grid_launch_dependents() {
 // A policy is an opaque 64-bit register that copies tagged .L2::cache_hint (cp.async, TMA) carry.
 // l2_policy_stream(): evict_first, for the operand a GEMM streams (B, the weight of x @ W): the L2
 // lines its copies fill are the first of their set to be given up, so the stream of B replaces its
-// own earlier lines instead of whatever else the L2 holds (the activations of the layer before; or
-// dirty lines, the outputs of earlier kernels, each of which would cost a write-back to HBM in the
-// middle of this kernel's reads). The tiles that read the same B panel run at the same time (rows
-// of one cluster, bands of the grouped raster), so an evict_first line is read again within
-// microseconds or never. What it bought on an H100 is in scripts/define_probe.py's header.
-// CUGEMM_B_EVICT_FIRST=0 (a compile-time switch, default 1) builds it as evict_normal, what an
-// untagged load gets, for that probe to measure the difference.
+// own earlier lines instead of whatever else the L2 holds. CUGEMM_B_EVICT_FIRST=0 (a compile-time
+// switch, default 1) builds it as evict_normal, what an untagged load gets (scripts/define_probe.py
+// measures the difference; the reasons and the numbers: docs/kernels_lib.md).
 #ifndef CUGEMM_B_EVICT_FIRST
 #define CUGEMM_B_EVICT_FIRST 1
 #endif

@@ -67,8 +67,8 @@ CUGEMM_DEVICE void store_f16xN(half* p, const half2* r) {
 // Element i of a register array of half2 (i even: .x, i odd: .y) broadcast to both lanes, the
 // multiplier of a packed a[i] * (b0, b1) product. ptxas folds it into the HFMA2 operand (a .H0_H0
 // or .H1_H1 selector), so it costs no instruction; but such an HFMA2 issues to the FMA pipe only,
-// while selector-free ones alternate with the MMA pipe (HFMA2.MMA), about 1.35x the throughput in
-// a GEMM on sm_90 (see kernels/hgemm/08_warp_tile.cu, DUP_A).
+// while selector-free ones alternate with the MMA pipe (HFMA2.MMA): a loss in a GEMM's inner loop
+// (docs/kernels_lib.md; kernels/hgemm/08_warp_tile.cu, DUP_A).
 CUGEMM_DEVICE half2 bcast_f16(const half2* r, int i) {
   return (i & 1) ? __high2half2(r[i / 2]) : __low2half2(r[i / 2]);
 }

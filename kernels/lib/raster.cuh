@@ -42,9 +42,8 @@ CUGEMM_DEVICE TileCoord block_tile_grouped() {
 // columns, the TF32 notes' block swizzle) for a launch whose grid does the dividing: grid (band,
 // tile rows, number of bands), which CUDA starts x fastest, then y, then z, i.e. in the walk's
 // order. Block (x, y, z) gets tile row y, column z * band + x; a block whose column lies past the
-// last one (the last band may be narrower) must return. This costs no run-time division: computing
-// the same walk with raster_grouped from a linear block index made two of the TF32 notes' rungs 9%
-// slower (ptxas scheduled their main loops differently) and kept two more registers live.
+// last one (the last band may be narrower) must return. This costs no run-time division (why that
+// matters: docs/kernels_lib.md).
 CUGEMM_DEVICE TileCoord block_tile_column_bands() {
   return {static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z * gridDim.x + blockIdx.x)};
 }
@@ -76,10 +75,7 @@ struct ClusterTileWalk {
   //  - serpentine rounds: this cluster's k-th cluster tile is round k's entry first() in even
   //    rounds and stride - 1 - first() in odd ones (nth). The same tiles share a round (and L2) as
   //    in the plain walk; but the clusters that got no whole tile in the last full round are the
-  //    ones that get the cheap tiles of the round after it. 4095 x 4097 in 128 x 256 tiles on 66
-  //    clusters: 256 whole cluster tiles and 16 one-column ones; the plain walk gives 8 clusters a
-  //    fifth tile (whole ones, as the edge column's tiles are spread through the walk), this one
-  //    gives 8 clusters 3 whole and 2 edge tiles and the rest 4 whole ones.
+  //    ones that get the cheap tiles of the round after it (an example: docs/kernels_lib.md).
   // A cluster's tiles still increase with k, so a loop may stop at the first nth(k) >= count.
   //   for (int k = 0, t; (t = walk.nth(k, serp)) < walk.count; ++k) { ... cluster_tile_edge_last(t, G) ...
   CUGEMM_DEVICE int nth(int k, bool serpentine) const {

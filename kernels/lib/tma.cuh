@@ -82,7 +82,7 @@ CUGEMM_DEVICE void tma_store_wait() {
   asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// ---- bulk (non-tensor) copies (sm_90), appended for the split-K rung -------------------------
+// ---- bulk (non-tensor) copies (sm_90) ----------------------------------------------------------
 // `bytes` (a multiple of 16; both addresses 16-byte aligned) contiguous bytes of global memory at
 // `src` -> shared memory at `dst`, completing `bytes` transaction bytes on `bar` (the issuing
 // thread arms it first with mbarrier_arrive_expect_tx). PTX ISA: "cp.async.bulk".

@@ -1,16 +1,16 @@
 // cugemm/kernels/sgemm/01_naive.cu -- SGEMM ladder, rung 1: sgemm_naive_f32
+// (the ladder's story, measurements and what was tried: docs/sgemm.md)
 //
 // C = A * B, all row-major fp32: A is MxK, B is KxN, C is MxN (C is overwritten).
 //
 // What this rung is: the baseline. One thread computes one element of C and walks the whole K
-// dimension, reading a row of A and a column of B straight from global memory. Nothing is
-// reused on chip, so every FMA costs two global loads (L1/L2 catch some of them).
+// dimension, reading a row of A and a column of B straight from global memory; nothing is
+// reused on chip.
 //
 // Shape rules: any M, N, K >= 0. Threads past the last row/column of C exit early (there is no
 //   __syncthreads in this kernel, so that is safe); K = 0 writes zeros.
 // Launch:  grid = (ceil(N/BN), ceil(M/BM), 1), block = (BN, BM, 1): threadIdx.x walks N (so a
-//   warp reads B and writes C along contiguous columns), threadIdx.y walks M.
-//   Typical config: <32, 32> (1024 threads).
+//   warp reads B and writes C along contiguous columns), threadIdx.y walks M. BM*BN <= 1024.
 
 template <int BM, int BN>
 __global__ void __launch_bounds__(BM * BN)

@@ -1,4 +1,5 @@
 // cugemm/kernels/sgemm/02_sliced_k.cu -- SGEMM ladder, rung 2: sgemm_sliced_k_f32
+// (the ladder's story, measurements and what was tried: docs/sgemm.md)
 //
 // C = A * B, all row-major fp32: A is MxK, B is KxN, C is MxN (C is overwritten).
 //

@@ -1,14 +1,13 @@
-// cugemm/kernels/sgemm/03_t8x8_sliced_k_f32x4.cu -- SGEMM ladder, rung 3: sgemm_t_8x8_sliced_k_f32x4
+// cugemm/kernels/sgemm/03_t8x8_sliced_k_f32x4.cu -- SGEMM ladder, rung 3:
+// sgemm_t_8x8_sliced_k_f32x4
+// (the ladder's story, measurements and what was tried: docs/sgemm.md)
 //
 // C = A * B, all row-major fp32: A is MxK, B is KxN, C is MxN (C is overwritten).
 //
 // What this rung adds over rung 2 (sliced_k): a thread tile. Each thread owns a TMxTN block of
 // C (TM contiguous rows, TN contiguous columns) held in registers, so per k it loads TM values
-// of A and TN values of B from shared memory and does TM*TN FMAs (8x8: 16 loads for 64 FMAs,
-// against 2 loads per FMA in rung 2). Tiles move global -> shared as float4 (A kept as
-// s_a[BM][BK], B as s_b[BK][BN]) and C is written back with float4 stores.
-// Still left on the table: the A column reads s_a[ty*TM + m][k] are scalar and strided, and the
-// float4 reads of B overlap banks across a quarter warp (rung 4 fixes both).
+// of A and TN values of B from shared memory and does TM*TN FMAs. Tiles move global -> shared
+// as float4 (A kept as s_a[BM][BK], B as s_b[BK][BN]) and C is written back with float4 stores.
 //
 // Shape rules (checked by the caller, not here): M % BM == 0, N % BN == 0, K % BK == 0, and
 //   16-byte aligned base pointers; with BK and BN multiples of 4 that makes every float4

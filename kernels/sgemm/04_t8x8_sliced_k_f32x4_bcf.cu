@@ -1,5 +1,6 @@
 // cugemm/kernels/sgemm/04_t8x8_sliced_k_f32x4_bcf.cu -- SGEMM ladder, rung 4:
-// sgemm_t_8x8_sliced_k_f32x4_bcf ("bank-conflict free")
+// sgemm_t_8x8_sliced_k_f32x4_bcf ("bank-conflict free") and its _offset sibling
+// (the ladder's story, measurements and what was tried: docs/sgemm.md)
 //
 // C = A * B, all row-major fp32: A is MxK, B is KxN, C is MxN (C is overwritten).
 //
@@ -9,15 +10,10 @@
 //    values of A a thread needs at step k sit in one row, next to each other.
 //  * Each thread's TM rows come in two halves of TM/2 rows lying BM/2 apart (rows
 //    ty*TM/2 + i and BM/2 + ty*TM/2 + i), and its TN columns likewise (tx*TN/2 + j and
-//    BN/2 + tx*TN/2 + j). Neighbouring threads then read neighbouring TN/2-float chunks of a row
-//    of s_b; when the half is 4 (one float4) or 2 (one float2) each load instruction of a warp
-//    covers one contiguous run of banks, so it is conflict-free. The s_a reads are the same
-//    address for all threads with the same ty (a broadcast), a few contiguous chunks per warp.
-//  * C is written back with the same split, each half row as float4s (or float2s).
-//  * PAD pads each shared row by PAD floats (the `_offset` sibling uses 4). With BK = 8 a warp's
-//    transposed A stores hit rows k and k+4 of s_a, which start in the same bank when BM is a
-//    multiple of 32 (a 2-way conflict); PAD = 4 shifts row k+4 by 16 banks. It costs
-//    2*BK*PAD*4 bytes of shared memory (256 B for the k8 config).
+//    BN/2 + tx*TN/2 + j): neighbouring threads read neighbouring float4 (or float2) chunks of a
+//    row of s_b. C is written back with the same split.
+//  * PAD pads each shared row by PAD floats (the `_offset` sibling uses 4), which moves the
+//    transposed A stores of rows k and k+4 off the same banks.
 //
 // Shape rules (checked by the caller, not here): M % BM == 0, N % BN == 0, K % BK == 0, and
 //   16-byte aligned base pointers; with BK, BN multiples of 4 that makes every vector access

@@ -1,5 +1,7 @@
 // cugemm/kernels/sgemm/05_t8x8_sliced_k_f32x4_bcf_dbuf.cu -- SGEMM ladder, rung 5:
-// sgemm_t_8x8_sliced_k_f32x4_bcf_dbuf (bank-conflict free, double-buffered shared memory)
+// sgemm_t_8x8_sliced_k_f32x4_bcf_dbuf (bank-conflict free, double-buffered shared memory),
+// its _offset sibling and the k16 t8x4 / t8x8 / t8x16 forms
+// (the ladder's story, measurements and what was tried: docs/sgemm.md)
 //
 // C = A * B, all row-major fp32: A is MxK, B is KxN, C is MxN (C is overwritten).
 //
@@ -10,8 +12,7 @@
 //   3. store:    registers -> the other buffer (kt+1)&1,
 //   4. one __syncthreads per slice: slice kt+1 is complete before it is read, and buffer kt&1
 //      is no longer read before slice kt+2 overwrites it.
-// Rung 4 needed two barriers per slice; here the write of the next slice goes to the buffer
-// nobody reads, so one is enough. Layouts, the thread-tile split and the write-back are rung 4's.
+// Layouts, the thread-tile split and the write-back are rung 4's.
 //
 // Shape rules (checked by the caller, not here): M % BM == 0, N % BN == 0, K % BK == 0, and
 //   16-byte aligned base pointers.
@@ -22,9 +23,6 @@
 //     <128,  64, 16, 8,  4, 0>  t8x4, k16             256 threads  (block 16 x 16)
 //     <128, 128, 16, 8,  8, 0>  t8x8, k16             256 threads
 //     <128, 128, 16, 8, 16, 0>  t8x16, k16            128 threads  (block 8 x 16)
-//   Bank conflicts left, as a cost of these shapes (not bugs): t8x16's halves are 8 floats,
-//   two float4s per thread 32 bytes apart, so its s_b reads are 2-way conflicted; with BK = 16
-//   a warp's transposed A stores hit 4 rows of s_a that start in the same bank (4-way).
 #include "../lib/move.cuh"
 
 template <int BM, int BN, int BK, int TM, int TN, int PAD>

@@ -1,5 +1,6 @@
 // cugemm/kernels/sgemm/06_t8x8_sliced_k_f32x4_bcf_dbuf_async.cu -- SGEMM ladder, rung 6:
-// sgemm_t_8x8_sliced_k_f32x4_bcf_dbuf_async (double-buffered through cp.async)
+// sgemm_t_{8x4,8x8,8x16}_sliced_k16_f32x4_bcf_dbuf_async (double-buffered through cp.async)
+// (the ladder's story, measurements and what was tried: docs/sgemm.md)
 //
 // C = A * B, all row-major fp32: A is MxK, B is KxN, C is MxN (C is overwritten).
 //
@@ -7,7 +8,7 @@
 // write shared memory directly without passing through registers, so the staging registers
 // and the explicit store phase disappear. B goes in 16-byte copies (cp_async_16, row k,
 // columns n..n+3); A, being transposed on the way in, goes one float at a time (cp_async_4).
-// Two stages per slice kt:
+// Per slice kt:
 //   1. load:     issue the copies of slice kt+1 into buffer (kt+1)&1, then commit the group,
 //   2. compute:  slice kt from buffer kt&1 while the copies fly,
 //   3. wait:     cp_async_wait<0>() (this thread's copies have landed) + __syncthreads()
@@ -21,7 +22,6 @@
 //     <128,  64, 16, 8,  4, 0>  t8x4, k16    256 threads  (block 16 x 16)
 //     <128, 128, 16, 8,  8, 0>  t8x8, k16    256 threads
 //     <128, 128, 16, 8, 16, 0>  t8x16, k16   128 threads  (block 8 x 16)
-//   (t8x16: its s_b reads are 2-way bank-conflicted, as in rung 5.)
 #include "../lib/cp_async.cuh"
 #include "../lib/move.cuh"
 

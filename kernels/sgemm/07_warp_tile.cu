@@ -1,62 +1,35 @@
-// cugemm/kernels/sgemm/07_warp_tile.cu: rung 7, warp tiling + register-level double buffering.
+// cugemm/kernels/sgemm/07_warp_tile.cu -- SGEMM, rung 7, above the notes: warp tiling with
+// register-double-buffered fragments (sgemm_t_*_warp*_dbuf, their _edge forms for any shape)
+// (the design in full, the loaders' index math, measurements and what was tried: docs/sgemm.md)
 //
 // C = A * B, fp32, row-major: A is M x K, B is K x N, C is M x N (C is overwritten).
 //
-// What this rung adds over rungs 5 and 6 (block tile, 8x8 outputs per thread, double-buffered
-// shared memory, A stored transposed and padded so its stores are bank-conflict free; rung 6
-// copies through cp.async). The global -> shared copies go through registers again, as in
-// rung 5: A is transposed on its way in, and that takes one 16-byte load per 4 floats of A
-// instead of rung 6's four 4-byte cp.asyncs.
-//
-//  1. A warp tile. The block's BM x BN tile is split into WARPS_M x WARPS_N warp tiles of
-//     WM x WN (WM = BM / WARPS_M, WN = BN / WARPS_N), and the 32 lanes of a warp form a
-//     LANES_M x LANES_N grid inside it (LANES_M = WM / TM, LANES_N = WN / TN). Per k step a
-//     warp reads just WM floats of a k-row of As and WN floats of a k-row of Bs, each lane's
-//     share broadcast to the lanes that need it.
-//  2. Split thread tiles. A thread's TM x TN outputs are (TM/4) x (TN/4) sub-tiles of 4x4. Along
-//     M its 4-row groups sit LANES_M*4 rows apart (along N: LANES_N*4 columns apart), so for any
-//     one fragment load the 32 lanes read LANES_M (resp. LANES_N) adjacent float4s: one
-//     LDS.128 wavefront, every other lane served by broadcast, no bank conflict. The same layout
-//     makes each epilogue float4 store of a warp cover whole 32-byte sectors of C.
-//  3. Register double buffering of fragments: while the FFMAs of k step kk run, the float4
-//     fragments of step kk+1 are already being loaded (TM/4 + TN/4 LDS.128 per k step against
-//     TM*TN FFMAs), so the inner loop is almost pure FFMA.
-//  4. Global loads one K-tile ahead, into registers, so their latency hides behind a tile of
-//     FFMAs; they are written to the other shared buffer just before the tile's last k step, so
-//     after the one __syncthreads of the tile the first fragment of the next tile is loaded
-//     while the last k step's FFMAs still run. On the fast path the loads of tile kt + 1 sit
-//     at the very end of the previous loop iteration, right after its barrier: ptxas likes to
-//     sink loads towards their use, and there it cannot (see FETCH_AFTER_BARRIER).
-//     With BK >= 16 the fetch is split in two halves, A then B, to keep the staging registers
-//     within the 128-register budget (see SPLIT_STAGING).
-//  5. The last K-tile is peeled off the loop, so the loop body has no run-time branch: that is
-//     what keeps the register allocator within 128 registers without spilling.
-//  6. One template for every tile shape, plus an EDGE variant for any M, N, K.
-//
-// Template parameters: BM x BN block tile, BK the K-tile depth, WARPS_M x WARPS_N warps,
-// TM x TN outputs per thread, EDGE: false = fast path with shape preconditions, true = any shape.
-// Blocks per SM asked of the register allocator (__launch_bounds__ minBlocks) is derived by
-// warp_tile_min_blocks: 2 when TM*TN <= 64 (at most 128 registers per thread at 256 threads),
-// else 1 (up to 255).
+// What this rung adds over rungs 5 and 6 (block tile, thread tile, double-buffered shared
+// memory, A stored transposed):
+//  1. Warp tiles: the BM x BN block tile is split into WARPS_M x WARPS_N warp tiles of WM x WN,
+//     and the 32 lanes of a warp form a LANES_M x LANES_N grid inside one (LANES_M = WM / TM,
+//     LANES_N = WN / TN).
+//  2. Split thread tiles: a thread's TM x TN outputs are 4x4 sub-tiles whose 4-row groups sit
+//     LANES_M*4 rows apart (columns: LANES_N*4), so every fragment load of a warp is one
+//     conflict-free LDS.128 wavefront and every epilogue float4 store covers whole sectors.
+//  3. Fragments of k step kk+1 are loaded while the FFMAs of step kk run.
+//  4. Global loads one K-tile ahead, into registers, stored to the other shared buffer before
+//     the tile's last k step; one __syncthreads per tile. The last tile is peeled off the loop.
+//  5. EDGE: the same kernel for any M, N, K (guarded scalar loads and stores).
+// Blocks per SM asked of the register allocator: warp_tile_min_blocks(TM, TN).
 //
 // Launch: grid = (ceil(N / BN), ceil(M / BM), 1), block = (WARPS_M * WARPS_N * 32, 1, 1),
 //         no dynamic shared memory (2 * BK * (BM + 4 + BN) * 4 bytes of static shared memory).
-//
 // Preconditions:
 //   EDGE = false: M % BM == 0, N % BN == 0, K % BK == 0, K >= BK; a, b, c 16-byte aligned
 //                 (then every row of A, B and C starts 16-byte aligned, as K and N are
 //                 multiples of 4).
 //   EDGE = true : M, N, K >= 1, any alignment of a, b, c and of their rows. Global loads are
-//                 guarded scalar loads (0 outside the matrix), C stores guarded scalar stores;
-//                 the shared-memory layout and the inner FFMA loop are the same as above.
+//                 guarded scalar loads (0 outside the matrix), C stores guarded scalar stores.
 //   Both: 32-bit int indexing: M * K, K * N, M * N < 2^31; with EDGE also (M + BM) * K and
 //         (K + BK) * N < 2^31 (offsets are formed, not dereferenced, up to one tile past the end).
-//
-// Shared memory layout (one of two buffers):
-//   As[k][m], k < BK, m < BM (+4 pad): A tile transposed to k-major. The pad makes the row
-//     stride BM + 4 (= 4 mod 32 banks when BM % 32 == 0), so the transposed scalar stores of a
-//     warp land in 32 different banks, and keeps every row 16-byte aligned for LDS.128.
-//   Bs[k][n], k < BK, n < BN: B tile as it is in memory (already k-major).
+// Shared memory (per buffer): As[k][m], the A tile transposed to k-major, rows padded to BM + 4
+//   (conflict-free transposed stores, 16-byte aligned rows); Bs[k][n], the B tile as it is.
 #include "../lib/move.cuh"
 
 __host__ __device__ constexpr int warp_tile_min_blocks(int tm, int tn) {
@@ -105,21 +78,10 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, warp_tile_min_blocks(T
   // ---- global -> registers -> shared ----------------------------------------------------------
   // Per K-tile each thread moves A_EL floats of the A tile and B_EL floats of the B tile through
   // the staging registers sa[] / sb[]. Element u of a thread sits at a compile-time offset from
-  // its element 0, whose place is computed once from tid; a_dr/a_dk/b_dk/b_dc give the offsets.
-  //
-  // Fast path (!EDGE), float4 loads: elements 4s..4s+3 are float4 number idx = tid + s * NT.
-  //   A tile = BM rows x BK/4 float4s: kq_lo = idx & 1, rest = idx >> 1, row = rest % BM,
-  //   kq = 2 * (rest / BM) + kq_lo. A warp covers 16 rows x 2 adjacent float4s (a whole
-  //   32-byte sector per row), and its transposed scalar stores As[kq*4 + j][row] hit banks
-  //   (16 * kq_lo + row + 4 * j) % 32: all 32 different.
-  //   B tile = BK rows x BN/4 float4s: row idx / B_NQ, float4 column idx % B_NQ; a warp reads
-  //   512 contiguous bytes of B and stores them unchanged (STS.128).
-  // EDGE path, guarded scalar loads: element u is tile element e = tid + u * NT, laid out so
-  //   that one load instruction of a warp stays coalesced.
-  //   A: in chunks 8 wide along k: chunk = e / (8 * BM), r = e % (8 * BM), row = r / 8,
-  //   k = 8 * chunk + r % 8. A warp reads 4 rows x 8 consecutive k (4 whole sectors) and its
-  //   stores As[k][row] hit banks (4 * k + row) % 32: all different.
-  //   B: k = e / BN, column e % BN: a warp reads 32 consecutive floats of a row of B.
+  // its element 0 (a_dr/a_dk/b_dk/b_dc). Fast path: float4 loads, a warp covering 16 rows x 2
+  // float4s of A and 512 contiguous bytes of B; EDGE: guarded scalar loads, A in chunks 8 wide
+  // along k. Both keep global loads coalesced and the transposed As stores conflict-free (the
+  // index math: docs/sgemm.md).
   constexpr int A_EL = BM * BK / NT;
   constexpr int B_EL = BK * BN / NT;
   static_assert((NT / 2) % BM == 0 || BM % (NT / 2) == 0, "A loader: NT/2 and BM must nest");
@@ -239,22 +201,13 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, warp_tile_min_blocks(T
   const int num_kt = EDGE ? (K + BK - 1) / BK : K / BK;
 
   // Staging: K-tile kt + 1 travels global -> registers while tile kt is computed, and goes to
-  // shared buffer (kt + 1) & 1 before the tile's last k step. That buffer is free from the start
-  // of tile kt on (its last reader passed the previous tile's barrier), so the registers may be
-  // written to it at any k step before this tile's barrier.
-  //
-  // SPLIT_STAGING: with deep tiles (BK >= 16) staging the whole tile would need twice the
-  // registers, more than the 128-register budget of 2 blocks/SM allows, so it is split: A is
-  // fetched as below and stored at k step BK/2; B is fetched there and stored before the last
-  // step, which still leaves BK/2 >= 8 k steps of FFMAs to hide its latency.
-  //
+  // shared buffer (kt + 1) & 1 before the tile's last k step (that buffer's last reader passed
+  // the previous tile's barrier).
+  // SPLIT_STAGING (BK >= 16): A is stored at k step BK/2, where B is fetched, so the staging
+  // registers fit the 128-register budget of 2 blocks/SM.
   // FETCH_AFTER_BARRIER (fast path): the loads of K-tile kt + 1 are issued right after the
-  // barrier that publishes K-tile kt, i.e. at the tail of the previous loop iteration (in the
-  // prologue for kt = 0). ptxas schedules within the loop body and tends to sink loads towards
-  // their first use; issued at the top of the tile they ended up 1/3 to 2/3 of the way down,
-  // too late to cover DRAM latency with 1 block/SM. At the tail of the body they cannot sink.
-  // EDGE keeps the plain placement (loads at the top of the tile): its guarded loads need more
-  // registers, the tail placement made it spill on sm_80, and measured no faster.
+  // barrier that publishes K-tile kt, at the tail of the previous iteration, where ptxas cannot
+  // sink them towards their use. EDGE issues them at the top of the tile (docs/sgemm.md).
   constexpr bool SPLIT_STAGING = BK >= 16;
   constexpr bool FETCH_AFTER_BARRIER = !EDGE;
 

@@ -1,4 +1,6 @@
-// cugemm/kernels/sgemm_cm/01_naive.cu -- column-major SGEMM ladder (seed 001), rung 1: sgemm_cm_naive
+// cugemm/kernels/sgemm_cm/01_naive.cu -- column-major SGEMM ladder (seed 001),
+// rung 1: sgemm_cm_naive
+// (the ladder's story, measurements and what was tried: docs/sgemm_cm.md)
 //
 // C = A * B, all column-major (Fortran order) fp32: A is MxK with leading dimension M (A(m, k) at
 // a[m + k*M]), B is KxN with leading dimension K (B(k, n) at b[k + n*K]), C is MxN with leading
@@ -6,23 +8,20 @@
 //
 // What this rung is: the notes' first kernel. A block owns a TILE x TILE (32 x 32) tile of C, kept
 // in shared memory (s_c), and walks K in slices of TILE:
-//  * load: warp w copies the columns r = w, w + WARPS, ... of the slice; its lanes run down a column
-//    (m for A, k for B), so every global read is 128 contiguous bytes. A is stored transposed,
-//    s_a[m][k] (rows padded to TILE + 1 floats: the column writes hit 32 different banks), B as
-//    s_b[n][k].
-//  * compute: warp w owns the C rows i = w, w + WARPS, ... and lane l the column n = l. Lane l holds
-//    a_val = A(i, k = l); the dot product over k is formed by rotating a_val around the warp with
-//    cooperative-groups shuffles: at step j lane l takes A(i, src) from lane src = (l + j) % 32 and
-//    multiplies it with s_b[l][src] = B(src, l) (bank src: conflict-free), then adds the sum into
-//    s_c[i][l]. Each (i, l) entry of s_c belongs to one thread from the zeroing to the last slice.
-//  * write back: warp w writes the C columns r = w, w + WARPS, ..., lane l row m = l, reading
-//    s_c[l][r] (padded: conflict-free), so the stores are 128 contiguous bytes.
-// The notes' kernel has no barrier between a slice's compute and the next slice's loads (a race on
-// s_a / s_b); here there is one.
+//  * load: warp w copies the columns w, w + WARPS, ... of the slice, lanes down a column (128
+//    contiguous bytes per read). A is stored transposed, s_a[m][k] (rows padded to TILE + 1
+//    floats), B as s_b[n][k].
+//  * compute: warp w owns the C rows i = w, w + WARPS, ... and lane l the column n = l. Lane l
+//    holds A(i, k = l); the dot product over k rotates it around the warp with cooperative-groups
+//    shuffles (step j: lane l takes A(i, src) from lane src = (l + j) % 32 and multiplies it with
+//    s_b[l][src]), and the sum is added into s_c[i][l].
+//  * write back: warp w writes the C columns w, w + WARPS, ..., lane l row l, from s_c.
+// There is a barrier between a slice's compute and the next slice's loads (the notes' kernel has
+// none: a race on s_a / s_b).
 //
-// Shape rules: any M, N, K >= 0 (the notes' kernel took tile multiples; the guards are cheap).
-//   Tile elements outside A or B load as 0, C elements outside C are not written. No thread exits
-//   early: every lane takes part in the shuffles and the barriers. K = 0 writes zeros.
+// Shape rules: any M, N, K >= 0. Tile elements outside A or B load as 0, C elements outside C are
+//   not written. No thread exits early: every lane takes part in the shuffles and the barriers.
+//   K = 0 writes zeros.
 // Launch:  grid = (ceil(N/TILE), ceil(M/TILE), 1), block = (WARPS * 32, 1, 1).
 //   Config: <32, 8> (256 threads, 12.25 KiB static shared memory).
 // Needs <cooperative_groups.h> and <nv/target> from one CUDA include directory (Variant.headers).

@@ -1,4 +1,6 @@
-// cugemm/kernels/sgemm_cm/02_shared.cu -- column-major SGEMM ladder (seed 001), rung 2: sgemm_cm_shared
+// cugemm/kernels/sgemm_cm/02_shared.cu -- column-major SGEMM ladder (seed 001),
+// rung 2: sgemm_cm_shared
+// (the ladder's story, measurements and what was tried: docs/sgemm_cm.md)
 //
 // C = A * B, all column-major (Fortran order) fp32: A is MxK with leading dimension M (A(m, k) at
 // a[m + k*M]), B is KxN with leading dimension K (B(k, n) at b[k + n*K]), C is MxN with leading
@@ -7,12 +9,9 @@
 // What this rung adds over rung 1 (naive): the C tile leaves shared memory for registers, and the
 // shuffles go. Lane l of warp w owns the C elements (m = l, n = w + p*WARPS), p < TILE/WARPS, in
 // acc[p]; for each k of the slice it reads s_a[k][l] (a warp reads one contiguous row: no bank
-// conflict) and s_b[n][k] (one address per warp: a broadcast) and does one FMA per element. Per
-// slice a thread reads its A column TILE times once per element (the compiler keeps it in
-// registers across the p loop, as the notes observe). Loads are rung 1's, but A is no longer
-// transposed: s_a[k][m] is stored as it lies in memory.
-// As in rung 1, the notes' kernel lacks the barrier between a slice's compute and the next slice's
-// loads; it is added here.
+// conflict) and s_b[n][k] (one address per warp: a broadcast) and does one FMA per element. Loads
+// are rung 1's, but A is no longer transposed: s_a[k][m] is stored as it lies in memory. As in
+// rung 1, a barrier separates a slice's compute from the next slice's loads.
 //
 // Shape rules (checked by the caller, not here): M % TILE == 0, N % TILE == 0, K % TILE == 0.
 //   Scalar accesses only: 4-byte alignment is enough.

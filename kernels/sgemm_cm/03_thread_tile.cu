@@ -1,5 +1,6 @@
 // cugemm/kernels/sgemm_cm/03_thread_tile.cu -- column-major SGEMM ladder (seed 001), rung 3:
 // sgemm_cm_thread_tile
+// (the ladder's story, measurements and what was tried: docs/sgemm_cm.md)
 //
 // C = A * B, all column-major (Fortran order) fp32: A is MxK with leading dimension M (A(m, k) at
 // a[m + k*M]), B is KxN with leading dimension K (B(k, n) at b[k + n*K]), C is MxN with leading
@@ -8,15 +9,13 @@
 // What this rung adds over rung 2 (shared): a thread tile. Each thread owns a TM x TN (2 x 2)
 // block of C: rows tm0 .. tm0+TM-1 and columns tn0 .. tn0+TN-1 with tm0 = TM * (tid / (TILE/TN)),
 // tn0 = TN * (tid % (TILE/TN)). Per k it reads TM values of A and TN of B from shared memory for
-// TM*TN FMAs, reusing each value TM or TN times.
-//  * Shared rows are padded to TILE + 1 floats. The s_b reads s_b[tn0 + i][k] of a warp touch 16
-//    rows 2 apart: banks (2t + i + k) % 32, 16 different (the two threads with the same tn0 read
-//    the same word). The s_a reads s_a[k][tm0 + r] are 2 addresses per warp.
+// TM*TN FMAs.
+//  * Shared rows are padded to TILE + 1 floats (the s_b reads of a warp hit 16 different banks).
 //  * Write back through shared memory (the notes' way to coalesce): after the last slice s_a is
 //    reused as a TILE x TILE staging tile s_a[n][m], each thread drops its TM x TN values in, and
 //    warp w then writes C columns w, w + WARPS, ..., lanes along m (128 contiguous bytes).
-// The notes' kernel has neither the barrier between a slice's compute and the next slice's loads
-// nor the one between the last compute and the staging writes into s_a; both are here.
+// Barriers separate a slice's compute from the next slice's loads, and the last compute from the
+// staging writes (the notes' kernel has neither).
 //
 // Shape rules (checked by the caller, not here): M % TILE == 0, N % TILE == 0, K % TILE == 0.
 //   Scalar accesses only: 4-byte alignment is enough.

@@ -1,4 +1,5 @@
 // cugemm/kernels/sgemm_cm/04_64.cu -- column-major SGEMM ladder (seed 001), rung 4: sgemm_cm_64
+// (the ladder's story, measurements and what was tried: docs/sgemm_cm.md)
 //
 // C = A * B, all column-major (Fortran order) fp32: A is MxK with leading dimension M (A(m, k) at
 // a[m + k*M]), B is KxN with leading dimension K (B(k, n) at b[k + n*K]), C is MxN with leading
@@ -9,16 +10,12 @@
 // the 256 threads owns a TM x TN (4 x 4) block of C: rows tm0 .. tm0+3, tm0 = TM*(tid / (BN/TN)),
 // and columns tn0 .. tn0+3, tn0 = TN*(tid % (BN/TN)); it is written back directly as one float4
 // per column (4 contiguous rows of a C column), without a staging tile.
-//  * load: the block copies the A slice as BK columns of BM floats, BM threads per column
-//    (s_a[k][m], as in memory), and the B slice as BN columns of BK floats, BK threads per column
-//    (s_b[n][k], rows padded to BK + 1). 64-thread groups are formed from thread_rank() by hand:
-//    cooperative groups' 64-thread tiles would add a barrier and scratch memory.
+//  * load: the A slice as BK columns of BM floats, BM threads per column (s_a[k][m], as in
+//    memory), the B slice as BN columns of BK floats, BK threads per column (s_b[n][k], rows
+//    padded to BK + 1). The 64-thread groups are formed from thread_rank() by hand.
 //  * compute (the notes' loop order): for each of the TN columns, for each k of the slice, one
 //    s_b value times TM s_a values.
-// Still left on the table (rung 5 takes it): scalar global loads, and the s_b reads s_b[tn0+i][k]
-// of a warp hit 16 rows 4 apart, banks (4t + i + k) % 32: two threads of a warp per bank (2-way).
-// The notes' kernel lacks the barrier between a slice's compute and the next slice's loads; it is
-// added here.
+// A barrier separates a slice's compute from the next slice's loads (the notes' kernel has none).
 //
 // Shape rules (checked by the caller, not here): M % BM == 0, N % BN == 0, K % BK == 0, and a
 //   16-byte aligned C (float4 stores; the Variant asks 16-byte alignment of every operand).

@@ -1,4 +1,6 @@
-// cugemm/kernels/sgemm_cm/05_64_opt.cu -- column-major SGEMM ladder (seed 001), rung 5: sgemm_cm_64_opt
+// cugemm/kernels/sgemm_cm/05_64_opt.cu -- column-major SGEMM ladder (seed 001),
+// rung 5: sgemm_cm_64_opt
+// (the ladder's story, measurements and what was tried: docs/sgemm_cm.md)
 //
 // C = A * B, all column-major (Fortran order) fp32: A is MxK with leading dimension M (A(m, k) at
 // a[m + k*M]), B is KxN with leading dimension K (B(k, n) at b[k + n*K]), C is MxN with leading
@@ -6,19 +8,15 @@
 //
 // What this rung adds over rung 4 (64 tile): vector loads and a transposed B tile, so that both
 // operands of an outer product lie along a shared-memory row.
-//  * A slice: float4 global loads, BM/4 threads per column of BM floats (the notes' 16-thread
-//    groups), stored unchanged as float4s into s_a[k][m]: a warp moves 512 contiguous bytes.
-//  * B slice: transposed on its way in, s_b[k][n] = B(k0 + k, n0 + n). BK threads per B column
-//    read it along k (coalesced) and write a column of s_b; its rows are padded to BN + 1 floats,
-//    so those 32 writes of a warp hit banks (k + n) % 32: all different.
+//  * A slice: float4 global loads, BM/4 threads per column of BM floats, stored unchanged as
+//    float4s into s_a[k][m].
+//  * B slice: transposed on its way in, s_b[k][n] = B(k0 + k, n0 + n); BK threads per B column
+//    read it along k (coalesced); rows padded to BN + 1 floats (conflict-free column writes).
 //  * compute, k outer (the notes' order): per k a thread loads its TM rows of A as one float4
-//    (s_a[k][tm0 ..], 2 addresses per warp) and its TN columns of B into registers, then does a
-//    TM x TN outer product.
+//    and its TN columns of B into registers, then does a TM x TN outer product.
 //  * Thread tile: rows tm0 .. tm0+TM-1 with tm0 = TM * (tid / (BN/TN)) as in rung 4, but its TN
-//    columns are strided: tn + i * (BN/TN), tn = tid % (BN/TN). The s_b reads of a warp are then
-//    16 consecutive words per i (conflict-free); the notes' contiguous columns 4t .. 4t+3 would hit
-//    banks (4t + i + k) % 32, two threads per bank, and with the odd row stride that the
-//    transposed stores need they could not be one float4 either. C stores stay float4 columns.
+//    columns are strided: tn + i * (BN/TN), tn = tid % (BN/TN), so the s_b reads of a warp are 16
+//    consecutive words per i (conflict-free). C stores stay float4 columns.
 //
 // Shape rules (checked by the caller, not here): M % BM == 0, N % BN == 0, K % BK == 0, and
 //   16-byte aligned A and C (float4 loads and stores; the Variant asks it of every operand).

@@ -1,26 +1,22 @@
 // cugemm/kernels/sgemm_cm/06_128.cu -- column-major SGEMM ladder (seed 001), rung 6: sgemm_cm_128
+// (the ladder's story, measurements and what was tried: docs/sgemm_cm.md)
 //
 // C = A * B, all column-major (Fortran order) fp32: A is MxK with leading dimension M (A(m, k) at
 // a[m + k*M]), B is KxN with leading dimension K (B(k, n) at b[k + n*K]), C is MxN with leading
 // dimension M (C(m, n) at c[m + n*M]). C is overwritten.
 //
 // What this rung adds over rung 5 (64 opt): a 128 x 128 block tile, which halves global traffic
-// again. A 128-deep slice would not fit in shared memory, so K is walked in thin slices of BK = 8:
-// the A slice is 8 columns of 128 floats, the B slice 8 rows (k) of 128 columns.
+// again, walked in thin K slices of BK = 8 (a 128-deep slice would not fit in shared memory).
 //  * Thread tile 4 x 16, laid out for coalesced stores: lane l of warp w owns rows 4l .. 4l+3 and
-//    columns 16w .. 16w+15 (in general tm0 = TM * (tid % 32), tn0 = TN * (tid / 32), with BM/TM =
-//    32 lanes spanning the block's rows). Each of its 16 float4 C stores is one column of a warp:
-//    512 contiguous bytes. (An 8 x 8 tile would scatter a warp's stores over 8 columns.)
-//  * A slice: one float4 per thread, warp w copies column w (512 contiguous bytes), into
-//    s_a[k][m] unchanged.
+//    columns 16w .. 16w+15 (tm0 = TM * (tid % 32), tn0 = TN * (tid / 32), BM/TM = 32 lanes
+//    spanning the block's rows); each float4 C store of a warp is 512 contiguous bytes.
+//  * A slice: one float4 per thread, warp w copies column w into s_a[k][m] unchanged.
 //  * B slice: transposed as in rung 5, s_b[k][n], by groups of BK = 8 threads that read the 8 k of
-//    one B column (one 32-byte sector); rows padded to BN + 4 floats: a warp writes 4 columns x 8
-//    rows, banks (4k + n) % 32, all different; and rows stay 16-byte aligned.
-//  * compute: per k, the thread's A rows are one float4 (a warp reads 512 contiguous bytes: 4
-//    wavefronts, no conflict) and its B columns four float4s that are the same for the whole warp
-//    (broadcasts): 5 shared loads for 64 FMAs.
-// The notes' kernel lacks the barrier between a slice's compute and the next slice's loads; it is
-// added here (two barriers per slice: rung 7 gets down to one).
+//    one B column; rows padded to BN + 4 floats (conflict-free, rows 16-byte aligned).
+//  * compute: per k, the thread's A rows are one float4 and its B columns four float4s that are
+//    the same for the whole warp (broadcasts): 5 shared loads for 64 FMAs.
+// Two barriers per slice (one between a slice's compute and the next slice's loads, which the
+// notes' kernel lacks).
 //
 // Shape rules (checked by the caller, not here): M % BM == 0, N % BN == 0, K % BK == 0, and
 //   16-byte aligned A and C (float4 loads and stores; the Variant asks it of every operand).

@@ -1,5 +1,6 @@
 // cugemm/kernels/sgemm_cm/07_128_pipeline.cu -- column-major SGEMM ladder (seed 001), rung 7:
 // sgemm_cm_128_pipeline
+// (the ladder's story, the index math, measurements and what was tried: docs/sgemm_cm.md)
 //
 // C = A * B, all column-major (Fortran order) fp32: A is MxK with leading dimension M (A(m, k) at
 // a[m + k*M]), B is KxN with leading dimension K (B(k, n) at b[k + n*K]), C is MxN with leading
@@ -8,36 +9,15 @@
 // What this rung adds over rung 6 (128 tile): a software pipeline. Tiles, thread tile (4 x 16,
 // lane l of warp w: rows 4l .. 4l+3, columns 16w .. 16w+15), the A loader, the shared layouts and
 // the coalesced float4 write-back are rung 6's. New:
-//  * Register-staged double buffer: two copies of each shared tile. The global loads of K-slice
-//    kt + 1 go into registers (r_ga, r_gb) right after the barrier that publishes slice kt, their
-//    latency is hidden behind slice kt's FFMAs, and they are stored into the other buffer before
-//    the slice's last k step. That buffer's last reader passed the previous slice's barrier, so
-//    one barrier per slice is enough (rung 6 needed two).
-//  * Register double buffer of fragments: the A float4 and B float4s of step k + 1 are loaded
-//    from shared memory while the 64 FFMAs of step k run (the next slice's first step is loaded
-//    right after its barrier, under the current slice's last step).
-//  * B is fetched as one float4 per thread (4 consecutive k of one column) instead of rung 6's
-//    four scalars: fewer address registers, which keeps ptxas from sinking the B loads towards
-//    their shared stores (with scalar loads, at the 128-register cap, it issued them only ~160
-//    instructions before the stores); a warp still reads whole 32-byte sectors.
-//  * __launch_bounds__(256, 2): at most 128 registers, two blocks (16 warps) per SM.
-// The notes' pipeline kernel issues its prefetch straight into shared memory and leaves the
-// scheduling to the compiler. Here the loads follow the barrier, at the tail of the loop body
-// (as in the row-major warp-tiled rung, sgemm/07_warp_tile.cu); in the SASS for sm_80 and sm_90
-// they stay within a few instructions of the barrier, a whole slice ahead of their stores.
-//
-// Index math (TM = 4, TN = 16, BK = 8, 256 threads): tid = 32 w + l.
-//   A loader: float4 v = tid -> column k = v / 32 = w, rows m = 4 (v % 32) = 4l: a warp copies one
-//     512-byte A column into s_a[buf][w][0 .. 127].
-//   B loader: float4 v = tid -> column n = v / 2, rows k = 4 (v % 2) .. k+3 (a lane pair reads 32
-//     contiguous bytes of one column); stored transposed to s_b[buf][k + q][n], q < 4: with the row
-//     stride 132 = 4 (mod 32) a warp's store q hits banks (16 (v % 2) + 4q + n) % 32 over 16
-//     consecutive n: all 32 different.
-//   Fragments at step k: s_a[buf][k][4l .. 4l+3] (a warp: 512 contiguous bytes, conflict-free),
-//     s_b[buf][k][16w .. 16w+15] (the same four float4s for the whole warp: broadcasts).
-//   Output: acc[i][r] = C(m0 + 4l + r, n0 + 16w + i), stored per i as one float4 at
-//     c[(n0 + 16w + i) * M + m0 + 4l]: each thread writes its 4 x 16 block once, and the 256
-//     threads' blocks tile the 128 x 128 block tile exactly.
+//  * Register-staged double buffer: the global loads of K-slice kt + 1 go into registers right
+//    after the barrier that publishes slice kt, and are stored into the other shared buffer before
+//    the slice's last k step: one barrier per slice (rung 6 needed two).
+//  * Register double buffer of fragments: the fragments of step k + 1 are loaded from shared
+//    memory while the 64 FFMAs of step k run (across slices too).
+//  * B is fetched as one float4 per thread (4 consecutive k of one column), stored transposed to
+//    s_b[buf][k + q][n] (row stride BN + 4: conflict-free).
+//  * The last slice is peeled off the loop; __launch_bounds__(256, 2): at most 128 registers, two
+//    blocks per SM.
 //
 // Shape rules (checked by the caller, not here): M % BM == 0, N % BN == 0, K % BK == 0, K >= BK,
 //   and 16-byte aligned A, B and C (float4 loads and stores).

@@ -1,77 +1,43 @@
 // cugemm/kernels/sgemm_tf32/01_wmma_m16n16k8_stages.cu: TF32 tensor-core SGEMM through the WMMA
 // API, a multistage cp.async pipeline (seed 003: sgemm_wmma_m16n16k8_mma4x2_warp2x4_stages, its
-// _dsmem form and its block swizzle), and the larger-tile rungs above the notes.
+// _dsmem form and its block swizzle), and the larger-tile rungs above the notes. Story,
+// measurements and what bounds it: docs/sgemm_tf32.md.
 //
 // C = A * B, float32 in and out, row-major: A is M x K, B is K x N, C is M x N (overwritten).
 // The multiplies are TF32 (10-bit mantissa, tensor cores, wmma m16n16k8), the accumulation fp32.
 //
 // What this family adds over the FP32 CUDA-core ladder (sgemm/0*.cu):
 //  1. Tensor cores: each warp owns a WM x WN tile of C as FRAGS_M x FRAGS_N wmma accumulator
-//     fragments of 16 x 16 (WM = 16 * FRAGS_M, WN = 16 * FRAGS_N); the WARPS_M x WARPS_N warps
-//     tile the block's BM x BN. One wmma::mma_sync m16n16k8 is 16x16x8 multiply-adds.
-//  2. TF32 in the kernel: A and B stay float32 in global and shared memory; every fragment is
-//     rounded to TF32 (wmma::__float_to_tf32, round to nearest) right after load_matrix_sync, so
-//     there is no separate conversion pass over the inputs (the notes have one) and the inputs
-//     are never modified.
-//  3. A STAGES-deep cp.async pipeline: K-tiles of BK travel global -> shared as 16-byte cp.async
-//     copies into a ring of STAGES buffers (STAGES = 2 is double buffering). At the start of
-//     K-tile kt the copies of K-tile kt + STAGES - 1 are issued, so STAGES - 1 tiles are in flight
-//     while one is computed. One __syncthreads per K-tile.
-//  4. Fragments loaded before the MMAs: the A and B fragments of k step kk + 1 (8 deep) are loaded
-//     and converted while the MMAs of step kk run (two fragment sets in registers), across the
-//     K-tile boundary too: the next tile's first fragments are loaded right after the barrier that
-//     publishes it, before the current tile's last MMAs.
-//  5. Padded shared rows (A_PAD, B_PAD floats) against bank conflicts in load_matrix_sync (its
-//     loads follow the mma.m16n8k8 fragment layout: a warp reads 8 rows x 4 columns of an A tile,
-//     4 k-rows x 8 columns of a B tile): As rows of BK + A_PAD floats are conflict-free when
-//     (BK + A_PAD) % 8 == 4, Bs rows of BN + B_PAD floats when (BN + B_PAD) % 32 is 8 or 24. The
-//     notes' rungs keep the notes' A_PAD = B_PAD = 0.
-//  6. DSMEM: the ring lives in dynamic shared memory (extern __shared__), so it may pass the 48 KB
-//     static limit: the JIT raises cudaFuncAttributeMaxDynamicSharedMemorySize from
-//     Variant.smem_dynamic. Without DSMEM it is a static array (at most 48 KB).
-//  7. SWIZZLE (block swizzle): the blocks walk C in bands of swizzle_stride columns, each band
-//     row by row (lib/raster.cuh, block_tile_column_bands: the launch grid is (column inside the
-//     band, block row, band), which CUDA starts x fastest, then y, then z), so blocks that run at
-//     the same time share the same few B column panels and consecutive A row panels in L2.
-//     Without SWIZZLE the stride argument is ignored.
-//  8. Epilogue through shared memory: each accumulator fragment is stored (store_matrix_sync) to
-//     a per-warp 16 x 20 float scratch, then written to C as 16-byte stores, so C needs only the
-//     16-byte alignment of the shape rules (wmma stores to global would need 32).
-//  9. SHARED_LD: wmma::load_matrix_sync takes a generic pointer and the compiler emits the generic
-//     wmma.load, which ptxas turns into a 64-bit address computation plus a generic LD per
-//     fragment element; with SHARED_LD the same wmma.load is issued with the .shared state space
-//     (tf32.cuh), i.e. a 32-bit address and an LDS per element (88 -> 119 TFLOP/s on an H200).
-// 10. ROUND: with ROUND the fragments are rounded to TF32 (item 2); without it (`_trunc`) the
-//     float32 bits go to the MMA as they are and the tensor cores use only their top 19 bits, i.e.
-//     truncate (rel. error ~5e-4 instead of ~3e-4, inside the TF32 tolerance). The rounding is
-//     cvt.rna per element, which ptxas emits as FSETP + IADD: a quarter of the loop's instructions.
+//     fragments of 16 x 16; the WARPS_M x WARPS_N warps tile the block's BM x BN.
+//  2. TF32 in the kernel: A and B stay float32 in global and shared memory; with ROUND every
+//     fragment is rounded to TF32 right after its load (wmma::__float_to_tf32, round to nearest),
+//     without it (`_trunc`) the tensor cores truncate the float32 bits. The inputs are never modified.
+//  3. A STAGES-deep cp.async ring of BK-deep K-tiles (16-byte copies, STAGES - 1 K-tiles in flight,
+//     one __syncthreads per K-tile: lib/pipeline.cuh's ring_pipeline).
+//  4. The fragments of k step kk + 1 are loaded (and rounded) while the MMAs of step kk run, across
+//     the K-tile boundary too.
+//  5. Padded shared rows (A_PAD, B_PAD floats): conflict-free fragment loads when (BK + A_PAD) % 8
+//     == 4 and (BN + B_PAD) % 32 is 8 or 24. The notes' rungs keep A_PAD = B_PAD = 0.
+//  6. DSMEM: the ring in dynamic shared memory, so it may pass the 48 KB static limit; without
+//     DSMEM it is a static array (at most 48 KB).
+//  7. SWIZZLE: the blocks walk C in bands of swizzle_stride columns, each band row by row
+//     (lib/raster.cuh, block_tile_column_bands), for L2 reuse.
+//  8. Epilogue through shared memory: each accumulator fragment goes to a per-warp 16 x 20 float
+//     scratch (in the ring), then to C as 16-byte stores (wmma stores to global would need 32).
+//  9. SHARED_LD: the fragments are loaded with the .shared form of wmma.load (tf32.cuh: 32-bit
+//     addresses, LDS) instead of load_matrix_sync's generic one (64-bit addresses, LD).
 //
-// What bounds it: ptxas lowers each TF32 wmma m16n16k8 mma_sync to four HMMA.1684 (m16n8k4), for
-// every layout combination and for sm_80, sm_89 and sm_90 alike (checked in the SASS). On Hopper
-// that instruction caps WMMA TF32 well below cuBLAS: scripts/tc_peak.py, issuing wmma.mma from
-// registers with no loads at all, measured 226 TFLOP/s with 8 warps per SM and at most 235 with
-// 64 (mma.sync m16n8k8, one HMMA.1688: 265-313; wgmma: 426-473; cuBLAS TF32 at 4096^3: 374, all
-// one run on an H200). The GEMM runs 8 warps per SM at ~2.4 instructions per HMMA.1684 (the
-// wmma.load lowering recomputes an address per element: an IMAD or LEA beside each LDS) and
-// reaches 120-125 TFLOP/s rounded, 141-146 with `_trunc` (ROUND off): 55-65% of that ceiling.
-//
-// Template parameters: WARPS_M x WARPS_N warps, FRAGS_M x FRAGS_N wmma fragments per warp (the
-// notes' "mma4x2" and "warp2x4"), BK the K-tile depth (a multiple of 8), STAGES (>= 2) buffers in
-// the ring, A_PAD / B_PAD floats of padding per shared row, SHARED_LD, DSMEM, SWIZZLE, ROUND.
+// Template parameters: WARPS_M x WARPS_N warps, FRAGS_M x FRAGS_N wmma fragments per warp, BK the
+// K-tile depth (a multiple of 8), STAGES (>= 2), A_PAD / B_PAD, SHARED_LD, DSMEM, SWIZZLE, ROUND.
 // Derived: BM = 16 * FRAGS_M * WARPS_M, BN = 16 * FRAGS_N * WARPS_N.
-//
-// Launch: block = (WARPS_M * WARPS_N * 32, 1, 1). Shared memory:
-//   STAGES * (BM * (BK + A_PAD) + BK * (BN + B_PAD)) * 4 bytes, dynamic when DSMEM (pass it at
-//   launch, raise the attribute above 48 KB), else static.
+// Launch: block = (WARPS_M * WARPS_N * 32, 1, 1); shared memory WmmaTf32Smem::BYTES = STAGES * (BM *
+//   (BK + A_PAD) + BK * (BN + B_PAD)) * 4, dynamic when DSMEM (sgemm_wmma_tf32_stages_smem_bytes<...>;
+//   raise the attribute above 48 KB), else static (and the declared dynamic size is 0).
 //   grid, !SWIZZLE: (N / BN, M / BM, 1); swizzle_stride is ignored (pass 0).
-//   grid,  SWIZZLE: (swizzle_stride / BN, M / BM, ceil(N / swizzle_stride)), with swizzle_stride a
-//     positive multiple of BN; blocks past column N (last band narrower) return at once. The
-//     stride rule is the family's (cugemm/families/sgemm_tf32.py): the notes' N / 4 rounded down
-//     to a multiple of 256, or one band (no swizzle) when that is under 256.
-//
+//   grid,  SWIZZLE: (swizzle_stride / BN, M / BM, ceil(N / swizzle_stride)), swizzle_stride a
+//     positive multiple of BN (cugemm/families/sgemm_tf32.py's rule); blocks past column N return.
 // Preconditions (checked by the caller): M % BM == 0, N % BN == 0, K % BK == 0, K >= BK; a, b, c
-// 16-byte aligned (then every row of A, B and C is, as K and N are multiples of 4); M * K, K * N,
-// M * N < 2^31 (32-bit indices). Needs sm_80+ (cp.async, TF32 wmma).
+// 16-byte aligned; M * K, K * N, M * N < 2^31 (32-bit indices). Needs sm_80+ (cp.async, TF32 wmma).
 #include <mma.h>
 
 #include "../lib/cp_async.cuh"
@@ -84,12 +50,22 @@
 // registers a thread (8 fragments of 8 floats), else 1 (up to 255 registers).
 __host__ __device__ constexpr int wmma_tf32_min_blocks(int frags) { return frags <= 8 ? 2 : 1; }
 
-// Dynamic shared memory of one block (bytes; 0 without DSMEM), with the kernel's own template
-// parameters: the Python registry computes the same number and a CPU test compares the two.
+// Shared memory (offsets in floats): the ring of STAGES A tiles (BM x BK, rows of LDA = BK + A_PAD
+// floats) and STAGES B tiles (BK x BN, rows of LDB = BN + B_PAD floats); the epilogue reuses it as
+// per-warp scratch. Dynamic with DSMEM (sgemm_wmma_tf32_stages_smem_bytes is then its BYTES, else 0).
+template <int BM, int BN, int BK, int STAGES, int A_PAD, int B_PAD>
+struct WmmaTf32Smem {
+  static constexpr int LDA = BK + A_PAD, LDB = BN + B_PAD;      // shared row lengths (floats)
+  static constexpr int A_STAGE = BM * LDA, B_STAGE = BK * LDB;  // floats per stage
+  static constexpr int A = 0;                                   // STAGES x [BM][LDA]
+  static constexpr int B = A + STAGES * A_STAGE;                // STAGES x [BK][LDB]
+  static constexpr int FLOATS = B + STAGES * B_STAGE;
+  static constexpr int BYTES = FLOATS * 4;
+};
 template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int A_PAD,
           int B_PAD, bool SHARED_LD, bool DSMEM, bool SWIZZLE, bool ROUND>
 __device__ constexpr int sgemm_wmma_tf32_stages_smem_bytes =
-    DSMEM ? STAGES * (16 * FRAGS_M * WARPS_M * (BK + A_PAD) + BK * (16 * FRAGS_N * WARPS_N + B_PAD)) * 4 : 0;
+    DSMEM ? WmmaTf32Smem<16 * FRAGS_M * WARPS_M, 16 * FRAGS_N * WARPS_N, BK, STAGES, A_PAD, B_PAD>::BYTES : 0;
 
 template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int A_PAD,
           int B_PAD, bool SHARED_LD, bool DSMEM, bool SWIZZLE, bool ROUND>
@@ -103,11 +79,12 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, wmma_tf32_min_blocks(F
   constexpr int BM = WARPS_M * WM;            // block tile
   constexpr int BN = WARPS_N * WN;
   constexpr int KSTEPS = BK / 8;              // wmma k steps per K-tile
-  constexpr int LDA = BK + A_PAD;             // shared row lengths (floats)
-  constexpr int LDB = BN + B_PAD;
-  constexpr int A_STAGE = BM * LDA;           // floats per stage
-  constexpr int B_STAGE = BK * LDB;
-  constexpr int SMEM_FLOATS = STAGES * (A_STAGE + B_STAGE);
+  using Smem = WmmaTf32Smem<BM, BN, BK, STAGES, A_PAD, B_PAD>;
+  constexpr int LDA = Smem::LDA;              // shared row lengths (floats)
+  constexpr int LDB = Smem::LDB;
+  constexpr int A_STAGE = Smem::A_STAGE;      // floats per stage
+  constexpr int B_STAGE = Smem::B_STAGE;
+  constexpr int SMEM_FLOATS = Smem::FLOATS;
   constexpr int LDC = 16 + 4;                 // epilogue scratch: 16 x 16 fragment, rows padded
   constexpr int SCRATCH = 16 * LDC;           // floats per warp
   // global -> shared copies: 16-byte chunks, consecutive threads along a row
@@ -130,16 +107,12 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, wmma_tf32_min_blocks(F
                 "stages must start 32-byte aligned (load_matrix_sync)");
   static_assert(WARPS_M * WARPS_N * SCRATCH <= SMEM_FLOATS, "epilogue scratch must fit the ring");
   static_assert(DSMEM || SMEM_FLOATS * 4 <= 48 * 1024, "static shared memory is capped at 48 KB");
-  static_assert(sgemm_wmma_tf32_stages_smem_bytes<WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK, STAGES, A_PAD,
-                                                  B_PAD, SHARED_LD, DSMEM, SWIZZLE, ROUND> ==
-                    (DSMEM ? SMEM_FLOATS * 4 : 0),
-                "the declared dynamic shared memory is the ring's");
 
   extern __shared__ __align__(128) float smem_dynamic[];
   __shared__ __align__(128) float smem_static[DSMEM ? 8 : SMEM_FLOATS];
   float* const smem = DSMEM ? smem_dynamic : smem_static;
-  float* const sA = smem;                     // STAGES x [BM][LDA]
-  float* const sB = smem + STAGES * A_STAGE;  // STAGES x [BK][LDB]
+  float* const sA = smem + Smem::A;           // STAGES x [BM][LDA]
+  float* const sB = smem + Smem::B;           // STAGES x [BK][LDB]
 
   // SWIZZLE: bands of swizzle_stride / BN tile columns, each walked row by row; the launch grid
   // (swizzle_stride / BN, M / BM, bands) does the dividing (lib/raster.cuh)

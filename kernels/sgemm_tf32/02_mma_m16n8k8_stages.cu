@@ -1,34 +1,23 @@
 // cugemm/kernels/sgemm_tf32/02_mma_m16n8k8_stages.cu: TF32 tensor-core SGEMM through PTX
 // mma.sync.m16n8k8 (above the notes: the rung after the WMMA kernel, 01_wmma_m16n16k8_stages.cu).
+// Story, measurements and what bounds it: docs/sgemm_tf32.md.
 //
 // C = A * B, float32 in and out, row-major: A is M x K, B is K x N, C is M x N (overwritten).
 // The multiplies are TF32 (tensor cores), the accumulation fp32.
 //
-// Why this rung: ptxas lowers the TF32 wmma m16n16k8 mma_sync to four HMMA.1684 (m16n8k4)
-// instructions, whatever the layouts, and every WMMA configuration measured lands at ~120 TFLOP/s
-// on an H200 (4096^3), under 40% of the register-only mma.sync m16n8k8 peak (322). Here the warp
-// issues mma.sync.m16n8k8 itself (one HMMA.1688 each; 157-176 TFLOP/s measured, the same
-// pipeline) on fragments whose layout the PTX ISA specifies (see lib/mma.cuh), which also allows
-// what the opaque wmma fragments do not:
+// What it adds over 01: ptxas lowers the TF32 wmma m16n16k8 mma_sync to four HMMA.1684 (m16n8k4)
+// instructions, whatever the layouts; here the warp issues mma.sync.m16n8k8 itself (one HMMA.1688
+// each) on fragments whose layout the PTX ISA specifies (lib/mma.cuh), which also allows what the
+// opaque wmma fragments do not:
 //  1. A fragments through ldmatrix.x4 (one instruction for a 16 x 8 fp32 tile: its four 8 x 4
 //     quarters are four 8 x 16-byte b16 matrices) instead of four scalar loads.
 //  2. B fragments as scalar LDS at a per-lane offset plus compile-time immediates (no per-element
 //     address arithmetic), two per 8 x 8 tile.
 //  3. C straight from the accumulators: each lane holds two adjacent columns of two rows per
 //     16 x 8 tile, stored as float2 (a quad of lanes writes 32 contiguous bytes).
-// Everything else is the WMMA kernel's: the STAGES-deep cp.async ring of BK-deep K-tiles (16-byte
-// copies, one barrier per K-tile, K-tile kt + STAGES - 1 issued at the start of K-tile kt),
-// fragments of k step kk + 1 loaded and rounded (cvt.rna.tf32.f32, as wmma::__float_to_tf32)
-// before the MMAs of step kk, padded shared rows, dynamic shared memory, block swizzle.
-//
-// What bounds it now (estimates for a 128 x 256 block of 64 x 64 warp tiles at the mma.sync
-// peak): shared memory ~85% busy (per 8-deep k step an SM reads 2 KB of A and 2 KB of B per warp
-// and writes 12 KB of cp.async data, against 256 HMMA.1688), issue slots ~65% (the TF32 rounding,
-// FSETP + IADD per fragment element, is half the instructions). Measured at 4096^3 on an H200:
-// 176-180 TFLOP/s, ~45% of cuBLAS TF32 (which uses wgmma); without the rounding (`_trunc`) the
-// loop drops from 4.3 to 2.1 instructions per HMMA and reaches 199-213. The instruction's own
-// ceiling there is 265 TFLOP/s at this kernel's 8 warps per SM, 313 at 64 (scripts/tc_peak.py).
-//
+// Everything else is the WMMA kernel's: the STAGES-deep cp.async ring of BK-deep K-tiles, fragments
+// of k step kk + 1 loaded and rounded (cvt.rna.tf32.f32, as wmma::__float_to_tf32) before the MMAs
+// of step kk, padded shared rows, dynamic shared memory, block swizzle.
 // Bank conflicts: ldmatrix reads 8 rows of 16 bytes per phase, conflict-free when the As row
 // length BK + A_PAD is 4 mod 8 floats; the B loads read 4 k-rows x 8 columns, conflict-free when
 // (BN + B_PAD) % 32 is 8 or 24.
@@ -37,14 +26,12 @@
 // 16 x 8 (warp tile WM = 16 * FRAGS_M by WN = 8 * FRAGS_N), BK the K-tile depth (a multiple of 8),
 // STAGES (>= 2), A_PAD / B_PAD floats of padding per shared row, SWIZZLE (block swizzle, as in 01),
 // ROUND (round the fragments to TF32; without it, `_trunc`, the tensor cores truncate the float32
-// bits, as in 01, and the FSETP + IADD pair per element is gone).
-// Derived: BM = WARPS_M * WM, BN = WARPS_N * WN.
-//
+// bits and the FSETP + IADD pair per element is gone). Derived: BM = WARPS_M * WM, BN = WARPS_N * WN.
 // Launch: block = (WARPS_M * WARPS_N * 32, 1, 1); dynamic shared memory
-//   STAGES * (BM * (BK + A_PAD) + BK * (BN + B_PAD)) * 4 bytes (raise the attribute above 48 KB);
-//   grid as in 01: (N / BN, M / BM, 1), or with SWIZZLE (swizzle_stride / BN, M / BM,
-//   ceil(N / swizzle_stride)) for a swizzle_stride that is a positive multiple of BN.
-//
+//   sgemm_mma_tf32_stages_smem_bytes<...> (MmaTf32Smem: STAGES * (BM * (BK + A_PAD) + BK * (BN +
+//   B_PAD)) * 4 bytes; raise the attribute above 48 KB); grid as in 01: (N / BN, M / BM, 1), or with
+//   SWIZZLE (swizzle_stride / BN, M / BM, ceil(N / swizzle_stride)) for a swizzle_stride that is a
+//   positive multiple of BN.
 // Preconditions (checked by the caller): M % BM == 0, N % BN == 0, K % BK == 0, K >= BK; a, b, c
 // 16-byte aligned; M * K, K * N, M * N < 2^31. Needs sm_80+ (cp.async, ldmatrix, mma tf32).
 #include "../lib/cp_async.cuh"
@@ -53,12 +40,20 @@
 #include "../lib/pipeline.cuh"
 #include "../lib/raster.cuh"
 
-// Dynamic shared memory of one block (bytes), with the kernel's own template parameters: the
-// Python registry computes the same number and a CPU test compares the two.
+// Shared memory (offsets in floats): the ring of STAGES A tiles (BM x BK, rows of LDA = BK + A_PAD
+// floats) and STAGES B tiles (BK x BN, rows of LDB = BN + B_PAD floats).
+template <int BM, int BN, int BK, int STAGES, int A_PAD, int B_PAD>
+struct MmaTf32Smem {
+  static constexpr int LDA = BK + A_PAD, LDB = BN + B_PAD;      // shared row lengths (floats)
+  static constexpr int A_STAGE = BM * LDA, B_STAGE = BK * LDB;  // floats per stage
+  static constexpr int A = 0;                                   // STAGES x [BM][LDA]
+  static constexpr int B = A + STAGES * A_STAGE;                // STAGES x [BK][LDB]
+  static constexpr int BYTES = (B + STAGES * B_STAGE) * 4;
+};
 template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int A_PAD,
           int B_PAD, bool SWIZZLE, bool ROUND>
 __device__ constexpr int sgemm_mma_tf32_stages_smem_bytes =
-    STAGES * (16 * FRAGS_M * WARPS_M * (BK + A_PAD) + BK * (8 * FRAGS_N * WARPS_N + B_PAD)) * 4;
+    MmaTf32Smem<16 * FRAGS_M * WARPS_M, 8 * FRAGS_N * WARPS_N, BK, STAGES, A_PAD, B_PAD>::BYTES;
 
 template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int A_PAD,
           int B_PAD, bool SWIZZLE, bool ROUND>
@@ -71,10 +66,11 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
   constexpr int BM = WARPS_M * WM;            // block tile
   constexpr int BN = WARPS_N * WN;
   constexpr int KSTEPS = BK / 8;              // mma k steps per K-tile
-  constexpr int LDA = BK + A_PAD;             // shared row lengths (floats)
-  constexpr int LDB = BN + B_PAD;
-  constexpr int A_STAGE = BM * LDA;           // floats per stage
-  constexpr int B_STAGE = BK * LDB;
+  using Smem = MmaTf32Smem<BM, BN, BK, STAGES, A_PAD, B_PAD>;
+  constexpr int LDA = Smem::LDA;              // shared row lengths (floats)
+  constexpr int LDB = Smem::LDB;
+  constexpr int A_STAGE = Smem::A_STAGE;      // floats per stage
+  constexpr int B_STAGE = Smem::B_STAGE;
   constexpr int A_CPR = BK / 4;               // 16-byte chunks per A tile row
   constexpr int B_CPR = BN / 4;
   constexpr int A_RPP = NT / A_CPR;           // tile rows the block copies per pass
@@ -86,17 +82,14 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
   static_assert(NT <= 1024, "too many threads per block");
   static_assert(BK % 8 == 0, "BK must be a multiple of the mma k step (8)");
   static_assert(STAGES >= 2, "the pipeline needs at least two stages");
-  static_assert(sgemm_mma_tf32_stages_smem_bytes<WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK, STAGES, A_PAD,
-                                                 B_PAD, SWIZZLE, ROUND> == STAGES * (A_STAGE + B_STAGE) * 4,
-                "the declared dynamic shared memory is the ring's");
   static_assert(A_PAD >= 0 && A_PAD % 4 == 0 && B_PAD >= 0 && B_PAD % 4 == 0,
                 "padding must keep shared rows 16-byte aligned (cp.async 16, ldmatrix rows)");
   static_assert(NT % A_CPR == 0 && BM % A_RPP == 0, "A tile: whole rows per pass, whole passes");
   static_assert(NT % B_CPR == 0 && BK % B_RPP == 0, "B tile: whole rows per pass, whole passes");
 
   extern __shared__ __align__(128) float smem[];
-  float* const sA = smem;                     // STAGES x [BM][LDA]
-  float* const sB = smem + STAGES * A_STAGE;  // STAGES x [BK][LDB]
+  float* const sA = smem + Smem::A;           // STAGES x [BM][LDA]
+  float* const sB = smem + Smem::B;           // STAGES x [BK][LDB]
 
   // SWIZZLE: bands of swizzle_stride / BN tile columns, each walked row by row; the launch grid
   // (swizzle_stride / BN, M / BM, bands) does the dividing (lib/raster.cuh)

@@ -1,54 +1,40 @@
 // cugemm/kernels/sgemm_tf32/03_wgmma_m64nNk8_rs.cu: TF32 tensor-core SGEMM through Hopper wgmma
-// (sm_90a), the rung above 02_mma_m16n8k8_stages.cu.
+// (sm_90a), the rung above 02_mma_m16n8k8_stages.cu. Story and measurements: docs/sgemm_tf32.md.
 //
 // C = A * B, float32 in and out, row-major: A is M x K, B is K x N, C is M x N (overwritten).
 // The multiplies are TF32 (tensor cores), the accumulation fp32.
 //
-// What it adds over 02 (mma.sync m16n8k8, one warp per 16 x 8 x 8, ~44% of cuBLAS TF32):
+// What it adds over 02 (mma.sync m16n8k8, one warp per 16 x 8 x 8):
 //  1. wgmma.mma_async m64nNk8 (HGMMA in SASS): one warpgroup (128 threads) issues a 64 x BM x 8
 //     product per instruction, asynchronously; the tensor cores read one operand straight from
 //     shared memory, so no per-warp fragment traffic for it.
 //  2. Roles swapped. wgmma .tf32 needs its shared-memory operands K-major (no transpose for 32-bit
 //     types), and B (K x N row-major) is N-major. So each warpgroup computes a slice of
 //     C^T = B^T * A^T: the wgmma "A" (64 x 8, from registers) is a 64-column slice of B, transposed,
-//     which needs no major-ness and which each thread loads with plain LDS from a row-major B tile
-//     (as 02 loads its B fragments); the wgmma "B" (8 x BM, shared memory) is A^T, whose K-major
-//     form is A row-major, exactly as it comes from global memory. The accumulators hold C^T and
-//     the epilogue writes them transposed.
+//     which each thread loads with plain LDS from a row-major B tile; the wgmma "B" (8 x BM, shared
+//     memory) is A^T, whose K-major form is A row-major, as it comes from global memory. The
+//     accumulators hold C^T and the epilogue writes them transposed.
 //  3. The A tile is copied (cp.async, 16 bytes) straight into the 128-byte swizzle layout the
 //     descriptor names: BK = 32 fp32 = one 128-byte row per m, 16-byte chunk c of row r at chunk
-//     c ^ (r % 8), each 8-row atom 1024-byte aligned (the dynamic shared memory base is rounded up
-//     to 1024 bytes at run time; smem_dynamic counts that slack).
+//     c ^ (r % 8), each 8-row atom 1024-byte aligned (the base is rounded up at run time).
 //  4. Pipeline: a STAGES-deep cp.async ring, prefetch distance STAGES - 2, and each K-tile's wgmma
-//     group (its 4 k steps) left in flight across the next K-tile's barrier and copy issue: at
-//     K-tile kt a warpgroup waits for its K-tile kt - 1 group (wgmma.wait_group 0) only right
-//     before it overwrites the fragment registers, so the stage refilled at kt (that of kt - 2)
-//     is free while kt - 1's stage may still be read. The wait comes before the fragment loads on
-//     purpose: ptxas serializes every wgmma (warning C7513/C7515) when ordinary instructions write
-//     a wgmma's input or accumulator registers while a group is pending, which also rules out a
-//     zero-trip path around the K loop (hence the do-while). The other warpgroup's wgmmas keep the
-//     tensor cores busy while one loads its fragments.
-//
-// Rounding to TF32: the register operand (B) is rounded with cvt.rna.tf32.f32, as in 01/02. The
-// shared-memory operand (A), by A_ROUND:
-//   0  not rounded: the tensor cores read the float32 bits and use only the TF32 part (truncation,
-//      a bias toward zero of up to one TF32 ulp on A; measured relative error 4.7e-4 against 2.9e-4
-//      rounded, inside the (tfloat32, float32) tolerance of 2e-3). The fastest.
-//   1  rounded in place: each thread rounds the 16-byte chunks it copied of K-tile kt + 1 (after its
-//      cp.async wait, then fence.proxy.async) while the tensor cores run K-tile kt. The extra pass
-//      over shared memory (a 16-byte load and store per chunk) costs ~40% of the speed. (04 moves
-//      the copies and this pass to a producer warpgroup, off the tensor cores' critical path.)
-//   2  rounded on its way in: A comes through registers (16-byte global loads issued one K-tile
-//      ahead, cvt.rna, 16-byte stores into the swizzled stage) instead of cp.async; the loads of
-//      K-tile kt + STAGES - 1 are in flight while the tensor cores run K-tile kt.
+//     group left in flight across the next K-tile's barrier and copy issue: at K-tile kt a
+//     warpgroup waits for its K-tile kt - 1 group (wgmma.wait_group 0) only right before it
+//     overwrites the fragment registers. No ordinary instruction may write a pending wgmma's input
+//     or accumulator registers (ptxas would serialise every wgmma: C7513 / C7515), which also rules
+//     out a zero-trip path around the K loop (hence the do-while).
+// A_ROUND, the rounding of the shared-memory operand A (the register operand B is always rounded
+// with cvt.rna): 0 not rounded (the tensor cores truncate: relative error 4.7e-4 instead of 2.9e-4);
+// 1 rounded in place, each thread rounding the chunks it copied of K-tile kt + 1 (then
+// fence.proxy.async) while the tensor cores run K-tile kt; 2 rounded on its way in, through
+// registers (16-byte loads of K-tile kt + STAGES - 1 in flight while K-tile kt runs, cvt.rna,
+// 16-byte stores into the swizzled stage) instead of cp.async.
 //
 // Template parameters: BM (block rows of C = the wgmma N: 128 or 256), WGS (warpgroups; each
-// computes 64 columns of C, so BN = 64 * WGS), STAGES (>= 3), A_ROUND (0, 1, 2: above).
-// Fixed: BK = 32.
-//
+// computes 64 columns of C, so BN = 64 * WGS), STAGES (>= 3), A_ROUND (0, 1, 2). Fixed: BK = 32.
 // Launch: block = (128 * WGS, 1, 1); grid = (N / BN, M / BM, 1); dynamic shared memory
-//   STAGES * (BM * 32 + 32 * (BN + 8)) * 4 + 1024 bytes (raise the attribute above 48 KB).
-//
+//   sgemm_wgmma_tf32_rs_smem_bytes<...> (RsSmem: STAGES * (BM * 32 + 32 * (BN + 8)) * 4 + 1024
+//   bytes; raise the attribute above 48 KB).
 // Preconditions (checked by the caller): M % BM == 0, N % BN == 0, K % 32 == 0, K >= 32; a, b, c
 // 16-byte aligned; M * K, K * N, M * N < 2^31. Needs sm_90a (wgmma), compiled with -arch=sm_90a.
 #include "../lib/barrier.cuh"
@@ -57,11 +43,11 @@
 #include "../lib/swizzle.cuh"
 #include "wgmma_rs.cuh"
 
-// Dynamic shared memory of one block (bytes): the ring plus 1024 bytes of slack for aligning its
-// base to the swizzle atom. With the kernel's own template parameters: the Python registry computes
-// the same number and a CPU test compares the two.
+// Shared memory: the ring of BM x 32 A tiles and 32 x (BN + 8) B tiles (wgmma_rs.cuh), BN = 64 WGS.
+template <int BM, int WGS, int STAGES>
+using TF32RsSmem = cugemm_wgmma::RsSmem<BM, 64 * WGS, STAGES>;
 template <int BM, int WGS, int STAGES, int A_ROUND>
-__device__ constexpr int sgemm_wgmma_tf32_rs_smem_bytes = STAGES * (BM * 32 + 32 * (64 * WGS + 8)) * 4 + 1024;
+__device__ constexpr int sgemm_wgmma_tf32_rs_smem_bytes = TF32RsSmem<BM, WGS, STAGES>::BYTES;
 
 template <int BM, int WGS, int STAGES, int A_ROUND>
 __global__ void __launch_bounds__(WGS * 128, 1)
@@ -70,9 +56,10 @@ __global__ void __launch_bounds__(WGS * 128, 1)
   constexpr int BK = 32;                 // one 128-byte swizzle row of fp32 per m
   constexpr int NT = WGS * 128;          // threads per block
   constexpr int BN = 64 * WGS;           // block columns: 64 per warpgroup (the wgmma M)
-  constexpr int LDB = BN + 8;            // B tile row (floats): (LDB % 32) == 8, conflict-free LDS
-  constexpr int A_STAGE = BM * BK;       // floats per stage (a multiple of 1024 bytes)
-  constexpr int B_STAGE = BK * LDB;
+  using Smem = TF32RsSmem<BM, WGS, STAGES>;
+  constexpr int LDB = Smem::LDB;         // B tile row (floats): (LDB % 32) == 8, conflict-free LDS
+  constexpr int A_STAGE = Smem::A_STAGE; // floats per stage (a multiple of 1024 bytes)
+  constexpr int B_STAGE = Smem::B_STAGE;
   constexpr int NACC = BM / 2;           // accumulators per thread: 64 x BM over 128 threads
   constexpr int A_RPP = NT / 8;          // A rows copied per pass (8 chunks of 16 bytes per row)
   constexpr int A_PASSES = BM / A_RPP;
@@ -85,16 +72,14 @@ __global__ void __launch_bounds__(WGS * 128, 1)
   static_assert(WGS >= 1 && WGS <= 4, "1 to 4 warpgroups");
   static_assert(A_ROUND >= 0 && A_ROUND <= 2, "A_ROUND: 0 truncate, 1 in-place pass, 2 via registers");
   static_assert(STAGES >= 3, "one stage computing, one in flight in the tensor cores, one filling");
-  static_assert(sgemm_wgmma_tf32_rs_smem_bytes<BM, WGS, STAGES, A_ROUND> ==
-                    STAGES * (A_STAGE + B_STAGE) * 4 + 1024,
-                "the declared dynamic shared memory is the ring's plus the alignment slack");
   static_assert((A_STAGE * 4) % 1024 == 0, "swizzle atoms must stay 1024-byte aligned");
   static_assert(A_RPP % 8 == 0 && BM % A_RPP == 0, "A copy: whole swizzle atoms per pass");
   static_assert(NT % B_CPR == 0 && BK % B_RPP == 0, "B copy: whole rows per pass, whole passes");
 
   extern __shared__ float smem_raw[];
-  float* const sA = align_1024(smem_raw);  // STAGES x [BM][32], swizzled
-  float* const sB = sA + STAGES * A_STAGE;              // STAGES x [32][LDB]
+  float* const smem = align_1024(smem_raw);
+  float* const sA = smem + Smem::A;      // STAGES x [BM][32], swizzled
+  float* const sB = smem + Smem::B;      // STAGES x [32][LDB]
   const unsigned sA_addr = smem_addr(sA);
 
   const int m0 = blockIdx.y * BM;

@@ -1,5 +1,6 @@
 // cugemm/kernels/sgemm_tf32/04_wgmma_m64n256k8_ws.cu: TF32 SGEMM through Hopper wgmma with a
-// warp-specialized producer (sm_90a), the rung above 03_wgmma_m64nNk8_rs.cu.
+// warp-specialized producer (sm_90a), the rung above 03_wgmma_m64nNk8_rs.cu. Story and
+// measurements: docs/sgemm_tf32.md.
 //
 // C = A * B, float32 in and out, row-major: A is M x K, B is K x N, C is M x N (overwritten).
 // The multiplies are TF32 (tensor cores), the accumulation fp32.
@@ -8,9 +9,7 @@
 // with wgmma.mma_async m64n256k8 (the A tile, 256 x 32, from 128-byte-swizzled shared memory; the
 // B slice, transposed, from registers, rounded with cvt.rna). What this rung changes is who moves
 // the data. In 03 the same 256 threads copy, wait, round and compute, and every piece of work on
-// the A tile sits between two block-wide barriers on the tensor cores' critical path: rounding A
-// there (in place, or on its way in through the consumers' registers) costs ~40%.
-//
+// the A tile sits between two block-wide barriers on the tensor cores' critical path.
 //  1. A third warpgroup, the producer, does all the copying and the rounding: it cp.asyncs K-tile
 //     j (A into the swizzled stage, B row-major) and, LAG = STAGES - 2 K-tiles behind, rounds its
 //     own landed A chunks of K-tile j - LAG in place (ROUND; 16-byte load, cvt.rna, 16-byte store),
@@ -23,23 +22,14 @@
 //     after generation g - 1 of EMPTY[s] completed, so the barriers are reused around the ring.
 //  3. setmaxnreg: the producer gives registers back (PRODUCER_REGS) and the consumers may take
 //     them (CONSUMER_REGS), as the 128 accumulators a consumer thread holds need the most.
-//
-// Measured on an H200 at 4096^3 (cuBLAS TF32 392 TFLOP/s): rounded 257 TFLOP/s (03: 203), `_trunc`
-// 327 (03: 319). The rounded rung is bounded by shared memory: per K-tile the rounding pass adds
-// 64 KB to the ~130 KB of copies, wgmma operand reads and fragment loads, against ~1150 cycles of
-// tensor work. A producer that rounds A on its way in through its own registers instead (16-byte
-// loads half a K-tile or two K-tiles ahead, no extra pass) measured 161-206 TFLOP/s rounded and
-// 216-231 truncated: slower than cp.async plus the in-place pass (why was not profiled).
-//
 // ROUND: true rounds A to TF32 (cvt.rna, as B always is); false (`_trunc`) leaves A's float32 bits
 // for the tensor cores to truncate (rel. error ~4.7e-4 instead of ~2.9e-4).
 //
-// Template parameters: STAGES (ring stages, 3..7; LAG = STAGES - 2), ROUND. Fixed: BM = 256 (the wgmma N), BN = 128
-// (two consumer warpgroups of 64 columns), BK = 32 (one 128-byte swizzle row of fp32).
-//
+// Template parameters: STAGES (ring stages, 3..7; LAG = STAGES - 2), ROUND. Fixed: BM = 256 (the
+// wgmma N), BN = 128 (two consumer warpgroups of 64 columns), BK = 32 (one 128-byte swizzle row).
 // Launch: block = (384, 1, 1): warpgroups 0 and 1 consume, 2 produces; grid = (N / 128, M / 256, 1);
-//   dynamic shared memory STAGES * (256 * 32 + 32 * 136) * 4 + 1024 bytes (raise the attribute).
-//
+//   dynamic shared memory sgemm_wgmma_tf32_ws_smem_bytes<...> (RsSmem: STAGES * (256 * 32 + 32 *
+//   136) * 4 + 1024 bytes; raise the attribute).
 // Preconditions (checked by the caller): M % 256 == 0, N % 128 == 0, K % 32 == 0, K >= 32; a, b, c
 // 16-byte aligned; M * K, K * N, M * N < 2^31. Needs sm_90a (wgmma, setmaxnreg).
 #include "../lib/barrier.cuh"
@@ -48,20 +38,21 @@
 #include "../lib/swizzle.cuh"
 #include "wgmma_rs.cuh"
 
-// Dynamic shared memory of one block (bytes): the ring plus 1024 bytes of alignment slack. With the
-// kernel's own template parameters: the Python registry computes the same number and a CPU test
-// compares the two.
+// Shared memory: the ring of 256 x 32 A tiles and 32 x 136 B tiles (wgmma_rs.cuh).
+template <int STAGES>
+using TF32WsSmem = cugemm_wgmma::RsSmem<256, 128, STAGES>;
 template <int STAGES, bool ROUND>
-__device__ constexpr int sgemm_wgmma_tf32_ws_smem_bytes = STAGES * (256 * 32 + 32 * 136) * 4 + 1024;
+__device__ constexpr int sgemm_wgmma_tf32_ws_smem_bytes = TF32WsSmem<STAGES>::BYTES;
 
 template <int STAGES, bool ROUND>
 __global__ void __launch_bounds__(384, 1)
     sgemm_wgmma_tf32_ws(const float* __restrict__ a, const float* __restrict__ b,
                         float* __restrict__ c, int M, int N, int K) {
   constexpr int BM = 256, BN = 128, BK = 32;
-  constexpr int LDB = BN + 8;            // B tile row (floats): (LDB % 32) == 8, conflict-free LDS
-  constexpr int A_STAGE = BM * BK;       // floats per stage (a multiple of 1024 bytes)
-  constexpr int B_STAGE = BK * LDB;
+  using Smem = TF32WsSmem<STAGES>;
+  constexpr int LDB = Smem::LDB;         // B tile row (floats): (LDB % 32) == 8, conflict-free LDS
+  constexpr int A_STAGE = Smem::A_STAGE; // floats per stage (a multiple of 1024 bytes)
+  constexpr int B_STAGE = Smem::B_STAGE;
   constexpr int NACC = BM / 2;           // accumulators per consumer thread: 64 x 256 over 128
   constexpr int THREADS = 384;           // every named barrier counts the whole block
   constexpr int FULL0 = 1, EMPTY0 = 1 + STAGES;  // named barrier ids
@@ -71,12 +62,11 @@ __global__ void __launch_bounds__(384, 1)
   constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
   static_assert(PRODUCER_REGS + 2 * CONSUMER_REGS <= 3 * 168, "register budget");
   static_assert(STAGES >= 3 && 1 + 2 * STAGES <= 16, "3 to 7 stages (16 named barriers)");
-  static_assert(sgemm_wgmma_tf32_ws_smem_bytes<STAGES, ROUND> == STAGES * (A_STAGE + B_STAGE) * 4 + 1024,
-                "the declared dynamic shared memory is the ring's plus the alignment slack");
 
   extern __shared__ float smem_raw[];
-  float* const sA = align_1024(smem_raw);  // STAGES x [BM][32], swizzled
-  float* const sB = sA + STAGES * A_STAGE;              // STAGES x [32][LDB]
+  float* const smem = align_1024(smem_raw);
+  float* const sA = smem + Smem::A;      // STAGES x [BM][32], swizzled
+  float* const sB = smem + Smem::B;      // STAGES x [32][LDB]
 
   const int m0 = blockIdx.y * BM;
   const int n0 = blockIdx.x * BN;

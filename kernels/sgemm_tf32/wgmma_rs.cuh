@@ -8,6 +8,20 @@
 
 namespace cugemm_wgmma {
 
+// ---- the dynamic shared memory of both rungs ---------------------------------------------------
+// Offsets in floats from the 1024-byte-aligned base (align_1024 of the dynamic array): STAGES A
+// tiles (BM x 32, 128-byte swizzled: atoms 1024-byte aligned), then STAGES B tiles (32 x LDB, rows
+// padded to LDB = BN + 8 floats: LDB % 32 == 8, conflict-free fragment loads). BYTES, the launch's
+// dynamic shared memory, adds the 1024 bytes of slack the alignment may skip.
+template <int BM, int BN, int STAGES>
+struct RsSmem {
+  static constexpr int LDB = BN + 8;
+  static constexpr int A_STAGE = BM * 32, B_STAGE = 32 * LDB;  // floats per stage
+  static constexpr int A = 0;                                  // STAGES x [BM][32], swizzled
+  static constexpr int B = A + STAGES * A_STAGE;               // STAGES x [32][LDB]
+  static constexpr int BYTES = (B + STAGES * B_STAGE) * 4 + 1024;
+};
+
 // ---- the "rs" GEMM pieces shared by 03_wgmma_m64nNk8_rs.cu and 04_wgmma_m64n256k8_ws.cu ---------
 // They compute C^T = B^T A^T per warpgroup: the register operand is a 64-column slice of the
 // row-major B tile (BK x LDB floats in shared memory), transposed.

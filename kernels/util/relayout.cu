@@ -1,6 +1,6 @@
 // cugemm/kernels/util/relayout.cu: the copies cugemm.matmul makes of the operands that the chosen
 // kernel cannot read where they lie (rows that are not 16-byte aligned, a layout the kernel does
-// not take, dimensions it must see zero-padded). Not a GEMM variant: a helper of cugemm/dispatch.py,
+// not take, dimensions it must see zero-padded). Not a GEMM variant: a helper of cugemm/relayout.py,
 // which makes both copies of a plan (A's and B's) in ONE launch: a table of two jobs, by value.
 //
 // A job copies a rows x cols source with any element strides (src_rs between rows, src_cs between
@@ -25,14 +25,12 @@
 // block after the segment are loaded an element a lane and handed over by shuffles. Other
 // sources: one element load each.
 // Index math: 64-bit once per row (its source and destination addresses), 32-bit within a row.
-// Measured (H100, Nsight Compute, both copies of 4095x4097x1023 fp16: 16.8 MB read, 16.8 MB
-// written): 12.99 us, DRAM 42% of peak, 52% achieved occupancy; the version before (4-5 word loads
-// per chunk, edge chunks by element in a second round trip, 64 registers) 14.94 us, 37%, 38%.
+// Measurements: docs/kernels_lib.md.
 //
-// Preconditions (dispatch.py checks them): dst 16-byte aligned, ld % V == 0, ld >= cols_p; src
+// Preconditions (relayout.py checks them): dst 16-byte aligned, ld % V == 0, ld >= cols_p; src
 // and its strides aligned to sizeof(T); units of both jobs together < 2^31, (chunks + 32 *
 // RELAYOUT_CHUNKS) * V < 2^31.
-// Launch: block (RELAYOUT_THREADS), any grid; dispatch.py launches one wave: RELAYOUT_BLOCKS_PER_SM
+// Launch: block (RELAYOUT_THREADS), any grid; relayout.py launches one wave: RELAYOUT_BLOCKS_PER_SM
 // blocks an SM, or fewer when there are fewer units than warps.
 #include "../lib/core.cuh"
 
@@ -40,7 +38,7 @@ constexpr int RELAYOUT_THREADS = 256;       // threads per block
 constexpr int RELAYOUT_CHUNKS = 4;          // 16-byte chunks a lane copies per unit
 constexpr int RELAYOUT_BLOCKS_PER_SM = 5;   // resident blocks an SM must hold (48 registers a thread)
 
-// One copy. dispatch.py's _RELAYOUT_JOB mirrors this layout (a test compares them).
+// One copy. relayout.py's JOB mirrors this layout (tests/test_relayout.py compares them).
 struct RelayoutJob {
   long long src_rs, src_cs;  // the source's element strides: between its rows, between its columns
   long long ld;              // the destination's leading dimension, in elements
