@@ -20,14 +20,42 @@ from .dtypes import FLOAT32 as float32
 from .dtypes import TFLOAT32 as tfloat32
 from .jit import CompileError, CompileReport, compile_source
 from .launch import run
-from .serve import explain, matmul
-from .tuning import tune
+from . import serve as _serve
+from .serve import explain
+from .tuner import tune
+from . import registry as _registry
 from .registry import get_variant, variants
 from .variant import Variant
 
 __all__ = ["matmul", "explain", "tune", "run", "variants", "get_variant", "compile", "compile_plan", "compile_source", "warm_cache", "Variant",
            "CompileError", "CompileReport", "float32", "tfloat32", "float16", "bfloat16"]
-__version__ = "0.3.0"
+from .version import __version__  # noqa: E402
+
+
+def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: bool = False):
+    """A @ B with the fastest registered kernel that computes it (torch.matmul's semantics).
+
+    a, b        float32, float16 or bfloat16 GPU arrays of one type: CuPy arrays, torch tensors,
+                objects with __cuda_array_interface__ or __dlpack__; 1-D, 2-D or batched (N-D,
+                batch dimensions broadcast)
+    out         optional result array (CuPy or torch) of the product's shape and type
+    variant     run this variant (a name or alias) instead of choosing; copies are still made
+                where it needs them, and ValueError says why when it cannot compute the product
+    allow_tf32  float32 only: TF32 tensor-core variants may be chosen (about 3e-4 relative error)
+    verbose     print the choice and the reasons (also: environment CUGEMM_EXPLAIN=1) the first
+                time each problem is planned
+    Returns `out` if given, else a new array: a torch tensor when an operand is one, else CuPy.
+    torch tensors that require grad (with grad enabled) get a result with a grad_fn, and
+    torch.compile traces the call as the op torch.ops.cugemm.matmul (cugemm/torch_op.py).
+    """
+    return _serve.dispatch(a, b, out, variant, allow_tf32, verbose, _torch_op)
+
+
+def _torch_op(a, b, allow_tf32=False):
+    """torch.ops.cugemm.matmul (registered on first use): the calls autograd or torch.compile see."""
+    from . import torch_op
+
+    return torch_op.matmul(a, b, allow_tf32=allow_tf32)
 
 
 def default_arch() -> str:
@@ -56,7 +84,7 @@ def compile_plan(names=None, arch: str | None = None) -> tuple[list, list]:
     variant that can run there compiles for that chip (a variant claiming sm_80 compiles for sm_89
     as sm_89 code; a Hopper-only variant for sm_90a); the others are listed with the reason."""
     # only the chips cugemm compiles for (cugemm.arch.chip: one line listing them otherwise)
-    chip = _arch.chip(arch) if arch is not None else _arch.chip(default_arch(), "this GPU's arch")
+    chip = _registry.chip(arch) if arch is not None else _registry.chip(default_arch(), "this GPU's arch")
     chosen, _ = _select(names)
     jobs, skipped = [], []
     for v in chosen:

@@ -12,7 +12,8 @@ import json
 import os
 import sys
 
-from . import __version__, arch, compile_plan, default_arch, variants, warm_cache
+from . import arch, compile_plan, default_arch, registry, variants, warm_cache
+from .version import __version__
 from .jit import CompileError
 
 
@@ -75,7 +76,7 @@ def _list(args) -> int:
 
 def _compile(args) -> int:
     # --arch: exactly the chips cugemm compiles for, as cugemm.compile(arch=) (cugemm.arch.chip)
-    chip = arch.chip(args.arch) if args.arch is not None else arch.chip(default_arch(), "this GPU's arch")
+    chip = registry.chip(args.arch) if args.arch is not None else registry.chip(default_arch(), "this GPU's arch")
     _rows(args)
     jobs, skipped = compile_plan(args.variants, str(chip))
     from . import toolkit
@@ -171,7 +172,7 @@ def _variants_glob(text):
 
 
 def _tune(args) -> int:
-    from . import tuning
+    from . import tuner, tuning
 
     # every input is checked here, before tuning.tune asks for the GPU
     shapes = _shapes(args)
@@ -185,7 +186,7 @@ def _tune(args) -> int:
 
     failed = 0
     for dt in dts:
-        rows = tuning.tune(shapes, dt, layouts=layouts, variants=args.variants, path=args.path, ship=args.ship,
+        rows = tuner.tune(shapes, dt, layouts=layouts, variants=args.variants, path=args.path, ship=args.ship,
                        log=log)
         for r in rows:
             if r["status"] != "ok":
@@ -198,9 +199,8 @@ def _tune(args) -> int:
 
 
 def _explain(args) -> int:
-    from . import serve, tuning
+    from . import device, serve, tuner
     from .bench.measure import parse_shapes
-    from .launch import _cuda_device
 
     shapes = parse_shapes(args.shape)  # the inputs first: a wrong one is reported on any machine
     if len(shapes) != 1:
@@ -208,9 +208,9 @@ def _explain(args) -> int:
     (M, N, K), = shapes
     dt = _matmul_dtype(args.dtype)
     layouts = _layouts(args.layouts)
-    _cuda_device()
+    device.current()
     tf32 = dt.name == "tfloat32"
-    a, b = tuning.random_operands("float32" if tf32 else dt.name, M, N, K, *layouts)
+    a, b = tuner.random_operands("float32" if tf32 else dt.name, M, N, K, *layouts)
     print(serve.explain(a, b, allow_tf32=tf32))
     return 0
 
@@ -247,7 +247,7 @@ def main(argv=None) -> int:
                         "(no GPU needed; on a GPU it also warms cugemm.run's cache)")
     pc.add_argument("--arch", default=None,
                     help="the chip, spelt sm_89, sm89, 89 or 8.9 (default: this GPU, else sm_90); one of "
-                         + ", ".join(arch.chips()) + " (sm_90a names sm_90)")
+                         + ", ".join(registry.chips()) + " (sm_90a names sm_90)")
     pc.add_argument("--variants", default=None, help="glob(s) over names, comma-separated")
     pc.add_argument("--workers", type=positive_int, default=2, help="parallel NVRTC compiles (default 2)")
     pc.add_argument("--no-warm", action="store_true",

@@ -6,9 +6,8 @@ Arch strings: 'sm_89', 'sm89', '89', '8.9', 89 and (8, 9) all name compute capab
 is sm_90's arch-specific target (wgmma, setmaxnreg): code built for it runs on compute capability
 9.0 chips (H100, H200, GH200) and on no other.
 
-`parse` reads any spelling; `chip` is what `compile --arch` and `cugemm.compile(arch=)` accept: a
-chip of CHIPS that some registered variant runs on (or an arch-specific target a variant claims),
-refusing everything else in one line that lists them.
+`parse` reads any spelling. Which of these chips cugemm compiles for is a question about the
+registered variants: cugemm.registry.chip and chips.
 """
 from __future__ import annotations
 
@@ -70,56 +69,6 @@ def cc_of(arch) -> int:
     """The compute capability (e.g. 90) of any spelling parse() reads: 90, '90', 'sm_90', 'sm_90a',
     '9.0', (9, 0)."""
     return parse(arch).cc
-
-
-def _runs_anywhere(cc: int) -> bool:
-    from .registry import variants  # the registry imports this module: looked up when asked
-
-    return any(unfit_reason(v, cc) is None for v in variants())
-
-
-def chips() -> list[str]:
-    """The chips cugemm compiles for, oldest first: each chip of CHIPS that some registered variant
-    runs on ('sm_80', ...). The arch-specific targets variants claim ('sm_90a') name their chip too
-    (arch_specific())."""
-    return [f"sm_{cc}" for cc in sorted(CHIPS) if _runs_anywhere(cc)]
-
-
-def arch_specific() -> list[str]:
-    """The arch-specific targets registered variants claim ('sm_90a')."""
-    from .registry import variants
-
-    return sorted({str(parse(a)) for v in variants() for a in v.archs if parse(a).suffix},
-                  key=lambda a: parse(a).cc)
-
-
-def chip(arch, what: str = "arch") -> Arch:
-    """The chip `arch` names (Arch(cc, '')), when cugemm compiles for it: a chip of chips(), or an
-    arch-specific target a variant claims, which names its chip ('sm_90a' -> sm_90). ValueError
-    otherwise, one line listing the chips. `what` names the value in the message ('arch', "this
-    GPU's arch")."""
-    known, specific = chips(), arch_specific()
-    listing = "the chips cugemm compiles for are " + ", ".join(
-        c + "".join(f" (or {t})" for t in specific if parse(t).cc == parse(c).cc) for c in known)
-    try:
-        a = parse(arch)
-    except ValueError:
-        raise ValueError(f"{what} {arch!r} is not an arch: write a chip as sm_89, sm89, 89 or 8.9; "
-                         f"{listing}") from None
-    if (str(a) in known or str(a) in specific) and f"sm_{a.cc}" in known:
-        return Arch(a.cc, "")
-    if a.suffix and f"sm_{a.cc}" in known:
-        raise ValueError(f"{what} {arch!r}: no cugemm variant is built for {a}, an arch-specific target; "
-                         f"name the chip (sm_{a.cc}); {listing}")
-    if a.cc in CHIPS:
-        from .registry import variants
-
-        lowest = min(v.min_arch for v in variants())
-        if a.cc < lowest:
-            raise ValueError(f"{what} {arch!r} ({CHIPS[a.cc][0]}) is below every cugemm variant (each needs "
-                             f"compute capability >= {lowest // 10}.{lowest % 10}, sm_{lowest}); {listing}")
-        raise ValueError(f"{what} {arch!r} ({CHIPS[a.cc][0]}) is a chip no cugemm variant runs on; {listing}")
-    raise ValueError(f"{what} {arch!r} is not a chip cugemm knows; {listing}")
 
 
 def smem_optin(cc: int) -> int:

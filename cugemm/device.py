@@ -25,14 +25,25 @@ class Device(NamedTuple):
 
 
 _CACHE: dict[int, Device] = {}
+_gpu_ok = False
 
 
 def current() -> int:
-    """The current CUDA device's id (CuPy's notion, which cugemm's launches use); RuntimeError saying
-    plainly that there is no usable GPU when there is none (cugemm.launch's one check)."""
-    from .launch import _cuda_device
+    """The current CUDA device's id (CuPy's notion, which cugemm's launches use), or RuntimeError with
+    the one message for a machine that cannot run kernels (cugemm.toolkit.gpu_problem: no CuPy, no
+    NVIDIA GPU/driver, a driver too old). Every entry point that needs a GPU asks here: matmul, run,
+    explain, tune, the bench and the CLI."""
+    global _gpu_ok
+    if not _gpu_ok:
+        from . import toolkit
 
-    return _cuda_device()
+        problem = toolkit.gpu_problem()
+        if problem:
+            raise RuntimeError(f"cugemm: {problem}")
+        _gpu_ok = True
+    import cupy
+
+    return cupy.cuda.runtime.getDevice()
 
 
 def get(device_id: int | None = None) -> Device:

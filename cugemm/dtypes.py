@@ -19,12 +19,14 @@ import numpy as np
 class DType:
     """One element type. name: the canonical name; short: the CLI spelling; itemsize: bytes of one
     stored element; storage: the name of the array dtype that holds it (tfloat32 is stored as
-    float32: it is a math mode of the tensor cores, not a storage type)."""
+    float32: it is a math mode of the tensor cores, not a storage type); ctype: the C++ type a
+    kernel template is instantiated with for it."""
 
     name: str
     short: str
     itemsize: int
     storage: str
+    ctype: str
 
     @property
     def numpy(self) -> np.dtype:
@@ -42,10 +44,10 @@ class DType:
         return self.name
 
 
-FLOAT32 = DType("float32", "f32", 4, "float32")
-TFLOAT32 = DType("tfloat32", "tf32", 4, "float32")
-FLOAT16 = DType("float16", "f16", 2, "float16")
-BFLOAT16 = DType("bfloat16", "bf16", 2, "bfloat16")
+FLOAT32 = DType("float32", "f32", 4, "float32", "float")
+TFLOAT32 = DType("tfloat32", "tf32", 4, "float32", "float")
+FLOAT16 = DType("float16", "f16", 2, "float16", "half")
+BFLOAT16 = DType("bfloat16", "bf16", 2, "bfloat16", "__nv_bfloat16")
 ALL = (FLOAT32, TFLOAT32, FLOAT16, BFLOAT16)
 _BY_NAME = {s: d for d in ALL for s in (d.name, d.short)}
 

@@ -251,8 +251,10 @@ def smem_symbol(variant: Variant) -> str:
 
 
 def _declared_value(ptx: str, lowered: str) -> int | None:
-    m = re.search(r"\.u32 " + re.escape(lowered) + r" = (\d+);", ptx)
-    return int(m.group(1)) if m else None
+    """The value of a declared `.u32` in the PTX (a zero is declared without an initializer); None
+    when the PTX does not hold it."""
+    m = re.search(r"\.u32 " + re.escape(lowered) + r"(?: = (\d+))?;", ptx)
+    return (int(m.group(1)) if m.group(1) else 0) if m else None
 
 
 def compile_offline(variant: Variant, arch: str) -> CompileReport:
@@ -366,7 +368,7 @@ def get_function(variant: Variant, device_id: int | None = None):
             t0 = time.perf_counter()
             fn = load_source(source(variant), [variant.name_expression], arch=_gpu_arch_option(variant, cc),
                              what=variant.name)[variant.name_expression]
-            if variant.smem_dynamic > 48 * 1024:
+            if variant.smem_dynamic > _arch.DEFAULT_SMEM:  # more than a block gets without opting in
                 fn.max_dynamic_shared_size_bytes = variant.smem_dynamic
             if _env_flag("CUGEMM_VERBOSE"):
                 print(f"cugemm: loaded {variant.name} for sm_{cc} in {time.perf_counter() - t0:.2f} s",

@@ -52,7 +52,7 @@ def check_operands(v: Variant, A: Operand, B: Operand, O: Operand | None = None)
                 raise ValueError(f"{v.name}: {what} data pointer {op.ptr:#x} is not {align}-byte "
                                  f"aligned (rule: the kernel's vector loads need it); copy it to a "
                                  "fresh array or use an any-shape variant")
-    v.check_shape(M, N, K)
+    v.check_dims(M, N, K)  # the leading dimensions: layout_rule above
     return M, N, K
 
 
@@ -73,26 +73,6 @@ def _from_dlpack(x):
 
         return cupy.from_dlpack(x)
     return x  # describe() raises the TypeError
-
-
-_gpu_ok = False
-
-
-def _cuda_device() -> int:
-    """The current CUDA device, or RuntimeError with the one message for a machine that cannot run
-    kernels (cugemm.toolkit.gpu_problem: no CuPy, no NVIDIA GPU/driver, a driver too old). Every
-    entry point that needs a GPU asks here: matmul, run, explain, tune, the bench and the CLI."""
-    global _gpu_ok
-    if not _gpu_ok:
-        from . import toolkit
-
-        problem = toolkit.gpu_problem()
-        if problem:
-            raise RuntimeError(f"cugemm: {problem}")
-        _gpu_ok = True
-    import cupy
-
-    return cupy.cuda.runtime.getDevice()
 
 
 def _cupy_view(x, op: Operand):
@@ -126,7 +106,7 @@ def run(name, a, b, out=None):
     A, B = describe(a, "A", v.name), describe(b, "B", v.name)
     O = None if out is None else describe(out, "out", v.name)
     M, N, K = check_operands(v, A, B, O)
-    dev = _cuda_device()
+    dev = _device.current()
     import cupy
 
     if out is None:

@@ -158,6 +158,10 @@ def layout_rule(shape, strides, itemsize: int, layout: str, strided: bool, align
         kind, fix = "column-major", "cupy.asfortranarray"
     dense = span * itemsize
     if (span <= 1 or inner == itemsize) and (lines <= 1 or outer == dense):
+        if strided and lines > 1 and dense % align:  # a strided kernel's tensor maps need aligned lines
+            return (f"has {'rows' if layout == 'row' else 'columns'} of {dense} bytes, not a multiple of {align} "
+                    f"(rule: the kernel's tensor maps read lines that start {align}-byte aligned); pass it with "
+                    "a padded leading dimension, or use cugemm.matmul, which pads it")
         return ""
     if not strided:
         contig = "C-contiguous" if layout == "row" else "F-contiguous"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 
+from . import arch as _arch
 from . import dtypes
 from .families import hgemm, hgemm_mma, hgemm_wgmma, hgemm_wmma, sgemm, sgemm_cm, sgemm_tf32
 from .families import hgemm_wgmma_splitk
@@ -80,3 +81,48 @@ def get_variant(name) -> Variant:
         close = difflib.get_close_matches(str(name), list(_BY_NAME), n=5, cutoff=0.5)
         hint = ("; closest: " + ", ".join(close)) if close else ""
         raise KeyError(f"no cugemm variant named {name!r}{hint} (cugemm.variants() lists them all)") from None
+
+
+# ---- the chips the registered variants run on -----------------------------------------------------
+def _runs_anywhere(cc: int) -> bool:
+    return any(_arch.unfit_reason(v, cc) is None for v in variants())
+
+
+def chips() -> list[str]:
+    """The chips cugemm compiles for, oldest first: each chip of cugemm.arch.CHIPS that some registered variant
+    runs on ('sm_80', ...). The arch-specific targets variants claim ('sm_90a') name their chip too
+    (arch_specific())."""
+    return [f"sm_{cc}" for cc in sorted(_arch.CHIPS) if _runs_anywhere(cc)]
+
+
+def arch_specific() -> list[str]:
+    """The arch-specific targets registered variants claim ('sm_90a')."""
+    return sorted({str(_arch.parse(a)) for v in variants() for a in v.archs if _arch.parse(a).suffix},
+                  key=lambda a: _arch.parse(a).cc)
+
+
+def chip(arch, what: str = "arch") -> Arch:
+    """The chip `arch` names (Arch(cc, '')), when cugemm compiles for it: a chip of chips(), or an
+    arch-specific target a variant claims, which names its chip ('sm_90a' -> sm_90). ValueError
+    otherwise, one line listing the chips. `what` names the value in the message ('arch', "this
+    GPU's arch")."""
+    known, specific = chips(), arch_specific()
+    listing = "the chips cugemm compiles for are " + ", ".join(
+        c + "".join(f" (or {t})" for t in specific if _arch.parse(t).cc == _arch.parse(c).cc) for c in known)
+    try:
+        a = _arch.parse(arch)
+    except ValueError:
+        raise ValueError(f"{what} {arch!r} is not an arch: write a chip as sm_89, sm89, 89 or 8.9; "
+                         f"{listing}") from None
+    if (str(a) in known or str(a) in specific) and f"sm_{a.cc}" in known:
+        return _arch.Arch(a.cc, "")
+    if a.suffix and f"sm_{a.cc}" in known:
+        raise ValueError(f"{what} {arch!r}: no cugemm variant is built for {a}, an arch-specific target; "
+                         f"name the chip (sm_{a.cc}); {listing}")
+    if a.cc in _arch.CHIPS:
+        lowest = min(v.min_arch for v in variants())
+        if a.cc < lowest:
+            raise ValueError(f"{what} {arch!r} ({_arch.CHIPS[a.cc][0]}) is below every cugemm variant (each needs "
+                             f"compute capability >= {lowest // 10}.{lowest % 10}, sm_{lowest}); {listing}")
+        raise ValueError(f"{what} {arch!r} ({_arch.CHIPS[a.cc][0]}) is a chip no cugemm variant runs on; {listing}")
+    raise ValueError(f"{what} {arch!r} is not a chip cugemm knows; {listing}")

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import device as _device
 from . import operand
+from .ints import round_up
 
 JOB = np.dtype({
     "names": ["src_rs", "src_cs", "ld", "rows", "cols", "rows_p", "chunks", "segs", "units", "across", "reserved"],
@@ -85,10 +86,6 @@ def job(shape, strides, ptr: int, size: int, layout: str, ld: int, dims: tuple):
     return (rs, cs, ld, rows, cols, rows_p, chunks, segs, units, int(across), 0)
 
 
-def _round_up(x: int, m: int) -> int:
-    return -(-x // m) * m
-
-
 class CopyStage:
     """The copies of one plan for one operand geometry (see the module docstring). Built from
     ((Operand, layout, ld, dims) for A, the same for B), layout '' for an operand not copied, and
@@ -115,7 +112,7 @@ class CopyStage:
             offsets[i] = end
             specs[i] = (x.dtype, layout, ld, dims)
             ops[i] = operand.of_layout(dims, x.dtype, layout, ld, 0)
-            end = _round_up(end + (dims[0] if layout == "row" else dims[1]) * ld * size, WORKSPACE_ALIGN)
+            end = round_up(end + (dims[0] if layout == "row" else dims[1]) * ld * size, WORKSPACE_ALIGN)
             j = job(x.shape, x.strides, x.ptr, size, layout, ld, dims)
             if j is None or units + j[8] >= _INT_LIMIT:
                 by_array.append(i)

@@ -13,87 +13,36 @@ Ranking (best first), by the estimated time of the whole plan (kernel + copies +
      that `cugemm.tune` writes (cugemm/tuning.py), scaled from the measured shape by the flops;
   2. table: the same from the table shipped for this GPU model (cugemm/tables/<gpu>.json, written
      by `python -m cugemm tune --ship` on an H100);
-  3. model: the fallback for a GPU or a shape nobody measured: FALLBACK below, a documented
-     nominal rate per kernel class (its TFLOP/s on an H100, or its bandwidth for the memory-bound
+  3. model: the fallback for a GPU or a shape nobody measured: each candidate's `matmul` rating, a
+     documented nominal rate per kernel class (its TFLOP/s on an H100, or its bandwidth for the memory-bound
      skinny rungs) times the share of the SMs its tiles keep busy, plus copy and launch costs.
 A measured estimate beats a modelled one of the same plan; plans are compared on estimates of the
 same kind where possible (all measured, else all modelled), so a table never competes with a guess.
 """
 from __future__ import annotations
 
-import fnmatch
 import math
 from dataclasses import dataclass, field
 
 from . import arch as _arch
 from . import dtypes
 from .device import Device
+from .ints import round_up
 from .operand import Layout, fits
 from .registry import variants as _variants
 from .variant import Variant
 
 # ---- the fallback ranking -------------------------------------------------------------------------
-# (glob, nominal TFLOP/s on an H100 when the kernel's tiles fill the GPU, kind) in order of
-# preference; 'bw' kinds are memory-bound and rated by the bytes they must read (GB/s instead).
-# Figures: the same-run measurements quoted in README/results (H100 SXM, 2026-11): the fallback only
-# has to order the candidates sensibly on a GPU nobody tuned. The split-K rung also pays SPLITK_US
-# per launch (its partials and the reduction: 5-10 us measured on the H100 whatever the split), the
-# skinny rungs stream B at about 2.4 TB/s (the one clean H100 measurement, bf16 16x8192x8192); rung
-# 10's 64-row tiles ('stream') are rated by their flops (one consumer warpgroup per SM) but never
-# faster than that bandwidth allows. Variants matching no glob are not
-# candidates of matmul (the learning rungs of the ladders; `variant=` still runs any of them).
-FALLBACK: dict[str, tuple] = {
-    "float16": (
-        ("hgemm_skinny_*", 2400.0, "bw"),
-        ("hgemm_wgmma_m64n*k16_small_m*", 300.0, "stream"),   # 64-row tiles: few rows, B read once
-        ("hgemm_wgmma_m64n128k16_splitk*", 560.0, "splitk"),  # ahead of BN=256: 63-79% vs 47-67%
-        ("hgemm_wgmma_*splitk*", 560.0, "splitk"),             # on the H100 where split-K pays
-        ("hgemm_wgmma_m64n256k16_persistent_cluster2_tma_store_stage4*", 640.0, "persistent"),
-        ("hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3*", 590.0, "persistent"),  # any C
-        ("hgemm_wgmma_m64n256k16_bt_persistent_stage4", 630.0, "persistent"),
-        ("hgemm_wgmma_m64n192k16_persistent_cluster2_tma_store_stage4", 610.0, "persistent"),
-        ("hgemm_wgmma_m64n192k16_persistent_cluster2_tma_store_stage4_bcol", 610.0, "persistent"),  # x @ W.T
-        ("hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6", 600.0, "persistent"),
-        ("hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6_bcol", 600.0, "persistent"),  # x @ W.T
-        ("hgemm_wgmma_m64n64k16_persistent_cluster2_tma_store_stage8", 520.0, "persistent"),
-        ("hgemm_wgmma_m64n64k16_persistent_cluster2_tma_store_stage8_bcol", 520.0, "persistent"),  # x @ W.T
-        ("hgemm_wgmma_m64n128k16_persistent_cluster2_anyc_stage6", 570.0, "persistent"),  # any C
-        ("hgemm_mma_m16n8k16_*_ws*edge", 450.0, "tiles"),
-        ("hgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge", 390.0, "tiles"),
-        ("hgemm_mma_m16n8k16_mma2x2_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge", 380.0, "tiles"),
-        ("hgemm_sliced_k_f16", 8.0, "tiles"),
-    ),
-    "bfloat16": (),  # the float16 rows for the bf16 siblings: _bf16_rows below
-    "float32": (
-        ("sgemm_t_8x16_warp2x4_sliced_k8_f32x4_dbuf", 50.0, "tiles"),
-        ("sgemm_t_8x8_warp2x4_sliced_k16_f32x4_dbuf", 47.0, "tiles"),
-        ("sgemm_t_8x4_sliced_k16_f32x4_bcf_dbuf", 42.0, "tiles"),  # 128x64 tiles: 76% at 1024^3
-        ("sgemm_t_8x4_sliced_k16_f32x4_bcf_dbuf_async", 42.0, "tiles"),
-        ("sgemm_t_8x8_warp2x4_sliced_k16_f32_dbuf_edge", 40.0, "tiles"),
-        ("sgemm_sliced_k_f32", 5.0, "tiles"),
-    ),
-    "tfloat32": (  # float32 inputs with allow_tf32=True (the float32 list follows)
-        ("hgemm_wgmma_tf32_m64n256k8_persistent_cluster2_stage4", 350.0, "persistent"),
-        ("hgemm_wgmma_tf32_m64n256k8_persistent_stage4", 340.0, "persistent"),
-        ("sgemm_mma_m16n8k8_mma2x4_warp4x8x4_stage3_offset_dsmem_swizzle", 150.0, "tiles"),
-    ),
-}
-
-
-def _bf16_rows(rows: tuple) -> tuple:
-    """The bf16 siblings of float16 FALLBACK rows, same rates: bgemm_ for the skinny and mma.sync
-    families, a _bf16 suffix for the wgmma ones; the CUDA-core rows have no bf16 sibling."""
-    out = []
-    for glob, nominal, kind in rows:
-        if glob.startswith("hgemm_wgmma_"):
-            out.append((glob + "_bf16", nominal, kind))
-        elif glob.startswith(("hgemm_skinny_", "hgemm_mma_")):
-            out.append(("b" + glob[1:], nominal, kind))
-    return tuple(out)
-
-
-FALLBACK["bfloat16"] = _bf16_rows(FALLBACK["float16"])
-
+# The candidates are the variants with a `matmul` rating (cugemm.variant.Candidate, declared in the
+# family tables): a nominal rate (TFLOP/s on an H100 when the kernel's tiles fill the GPU, or GB/s
+# for the memory-bound 'bw' skinny rungs), how the model scales it, and a preference order among
+# equal estimates. The figures are the same-run measurements quoted in docs/ (H100 SXM):
+# the fallback only has to order the candidates sensibly on a GPU nobody tuned. The split-K rung also
+# pays SPLITK_US per launch (its partials and the reduction: 5-10 us measured on the H100 whatever
+# the split), the skinny rungs stream B at about 2.4 TB/s; the 64-row tiles ('stream') are rated by
+# their flops (one consumer warpgroup per SM) but never faster than that bandwidth allows. Variants
+# without a rating are not candidates of matmul (the learning rungs of the ladders; `variant=`
+# still runs any of them).
 LAUNCH_US = 3.0          # what one more kernel launch (a copy) adds, host and device
 COPY_GBPS = 2000.0       # what a strided copy kernel moves per second (read + write), H100-ish
 MIN_KERNEL_US = 4.0      # no kernel of the zoo finishes faster than this, launch included
@@ -101,24 +50,17 @@ TRANSPOSE_COST = 4.0     # a strided (transposing) copy against a straight one (
 SPLITK_US = 6.0          # the split-K rung's fixed cost (partials, reduction)
 STREAM_GBPS = 2400.0     # the 'stream' kind's operand bandwidth (the skinny rungs' measured rate)
 TILE_GBPS = 1000.0       # the most operand bytes per second a tiled tensor-core kernel was seen to read
-                         # when its tiles are mostly padding (H200, 2026-11-26: rung 7's 128x64 B_COL
+                         # when its tiles are mostly padding (an H200: rung 7's 128x64 B_COL
                          # form at 8x8192x28672 read 470 MB in 490 us): the floor of its time
 
 
-def candidate_globs(dtype: dtypes.DType, allow_tf32: bool) -> tuple:
-    """The FALLBACK rows matmul considers for inputs of `dtype` (TF32 rows first with allow_tf32)."""
-    rows = FALLBACK.get(dtype.name, ())
-    if dtype.name == "float32" and allow_tf32:
-        rows = FALLBACK["tfloat32"] + rows
-    return rows
-
-
 def fallback_row(v: Variant, dtype: dtypes.DType, allow_tf32: bool):
-    """(rank, nominal, kind) of the first FALLBACK row matching `v`, or None."""
-    for rank, (glob, nominal, kind) in enumerate(candidate_globs(dtype, allow_tf32)):
-        if fnmatch.fnmatchcase(v.name, glob):
-            return rank, nominal, kind
-    return None
+    """(order, rate, kind) of `v` as a matmul candidate for inputs of `dtype`, or None: its `matmul`
+    rating, for variants of that input type (TF32 ones only with allow_tf32)."""
+    c = v.matmul
+    if c is None or v.dt_in is not dtype or (v.math_dtype == "tfloat32" and not allow_tf32):
+        return None
+    return c.order, c.rate, c.kind
 
 
 # ---- problems -------------------------------------------------------------------------------------
@@ -142,10 +84,6 @@ class Problem:
 def _span(layout: str, rows: int, cols: int) -> int:
     """Elements of one contiguous line (a row of a 'row' operand, a column of a 'col' one)."""
     return cols if layout == "row" else rows
-
-
-def _round_up(x: int, m: int) -> int:
-    return -(-x // m) * m
 
 
 # ---- plans ----------------------------------------------------------------------------------------
@@ -211,16 +149,16 @@ def make_plan(v: Variant, p: Problem) -> tuple[Plan | None, str]:
     M, N, K = p.M, p.N, p.K
     size = p.dtype.itemsize
     try:  # in place: the shape rules as they are
-        v.check_shape(M, N, K)
+        v.check_dims(M, N, K)
         dims = (M, N, K)
     except ValueError as e:
         msg = str(e).split(": ", 1)[-1]
         if "multiple of" not in msg:  # 32-bit index or grid limits: padding cannot help
             return None, msg
         mm, mn, mk = v.multiple_of
-        dims = (_round_up(M, mm), _round_up(N, mn), _round_up(K, mk))
+        dims = (round_up(M, mm), round_up(N, mn), round_up(K, mk))
         try:
-            v.check_shape(*dims)
+            v.check_dims(*dims)
         except ValueError as e2:
             return None, str(e2).split(": ", 1)[-1]
     pad = dims != (M, N, K)
@@ -231,15 +169,15 @@ def make_plan(v: Variant, p: Problem) -> tuple[Plan | None, str]:
     if pad and (Mp != M or Kp != K) or not fits(p.a, v.a_layout, M, K, size, v.strided, v.align):
         plan.copy_a = v.a_layout
         span = _span(v.a_layout, Mp, Kp)
-        plan.ld_a = _round_up(span, elem_align) if v.strided else span
+        plan.ld_a = round_up(span, elem_align) if v.strided else span
     if pad and (Kp != K or Np != N) or not fits(p.b, v.b_layout, K, N, size, v.strided, v.align):
         plan.copy_b = v.b_layout
         span = _span(v.b_layout, Kp, Np)
-        plan.ld_b = _round_up(span, elem_align) if v.strided else span
+        plan.ld_b = round_up(span, elem_align) if v.strided else span
     c_elem_align = max(1, v.c_align // size)
     if pad and (Mp != M or Np != N) or not fits(p.c, "row", M, N, size, v.strided, v.c_align):
         plan.via_c = True
-        plan.ld_c = _round_up(Np, c_elem_align) if v.strided else Np
+        plan.ld_c = round_up(Np, c_elem_align) if v.strided else Np
     if not v.strided:
         # a dense copy must itself satisfy the rules: rows of a 16-bit N or K not a multiple of 8
         # are not 16-byte aligned, so the copy pads those dimensions with zeros
@@ -254,8 +192,8 @@ def make_plan(v: Variant, p: Problem) -> tuple[Plan | None, str]:
 
 def plans(p: Problem, names=None) -> tuple[list[Plan], list[tuple[Variant, str]]]:
     """(plans, refused): a plan for each candidate variant that can compute `p`, and (variant,
-    reason) for the others. Candidates: the FALLBACK rows of the element type, or `names` (a list
-    of variant names or a glob) when given."""
+    reason) for the others. Candidates: the rated variants of the element type (fallback_row), or
+    `names` (a list of variant names or a glob) when given."""
     if names is None:
         pool = [v for v in _variants(dtype=p.dtype.name) if fallback_row(v, p.dtype, p.allow_tf32)]
         pool.sort(key=lambda v: fallback_row(v, p.dtype, p.allow_tf32)[0])

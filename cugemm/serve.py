@@ -39,6 +39,9 @@ import numpy as np
 
 from . import device as _device
 from . import launch, operand, relayout, select, tuning, workspace
+from .ints import round_up
+from .variant import INT32_MAX
+from .version import __version__
 from .prepared import BASES, COUNTERS, PARTIALS, WORK, Prepared, sentinel
 from .prepared import A as _A
 from .prepared import B as _B
@@ -49,6 +52,8 @@ _READY: dict = {}      # plan key -> Ready (the plan cache)
 _MEASURED: dict = {}   # device id -> tuning.Measured
 _lock = threading.Lock()
 
+
+TILE_MAX = 256  # the largest tile side of any registered variant (tests/test_big_products.py checks it)
 
 class CaptureError(RuntimeError):
     """A product cugemm cannot enqueue inside a CUDA-graph capture (raised before enqueueing)."""
@@ -172,7 +177,6 @@ def measured(dev_id: int) -> tuning.Measured:
     """The tuning cache and shipped table of device `dev_id` (loaded once)."""
     m = _MEASURED.get(dev_id)
     if m is None:
-        from . import __version__
 
         dev = _device.get(dev_id)
         key = tuning.gpu_key(dev.name, _cupy().cuda.runtime.driverGetVersion(), __version__)
@@ -587,13 +591,67 @@ def _general_ready(a, b, out, allow_tf32, variant, verbose, lib):
     return out, None
 
 
-def _run2d(A, B, C, allow_tf32, variant, verbose, lib, dev, stream, a, b, out) -> Ready:
+def pieces(M: int, N: int, K: int) -> tuple[int, int, int]:
+    """(m, n, k): the largest blocks of rows, columns and depth into which an M x N x K product is cut
+    so that each block's A, B and C have fewer than 2^31 elements even rounded up to whole tiles of
+    TILE_MAX (the kernels' 32-bit indices, Variant.check_dims); (M, N, K) when it needs no cut. Rows
+    are cut first, then columns (their C blocks are strided views, which every plan takes), and K
+    only when a TILE_MAX x TILE_MAX block of C is still too deep."""
+    t, limit = TILE_MAX, INT32_MAX
+    r = lambda x: round_up(max(x, 1), t)  # noqa: E731
+    if max(r(M) * r(K), r(K) * r(N), r(M) * r(N)) <= limit:
+        return M, N, K
+    k = K if r(K) * t <= limit else limit // t // t * t
+    n = N if r(k) * r(N) <= limit else limit // r(k) // t * t
+    m = min(M, limit // max(r(k), r(n)) // t * t)
+    return m, min(n, N), k
+
+
+def _run2d(A, B, C, allow_tf32, variant, verbose, lib, dev, stream, a, b, out) -> Ready | None:
+    """Run one 2-D product (cut into pieces first when it is too large for 32-bit indices); the
+    Ready it ran, or None for a cut product."""
+    M, K = A.shape
+    N = B.shape[1]
+    m, n, k = pieces(M, N, K)
+    if (m, n, k) != (M, N, K):
+        _run_pieces(A, B, C, (m, n, k), allow_tf32, variant, verbose, lib, dev, stream, a, b, out)
+        return None
     r = ready_for(A, B, C, allow_tf32, variant, dev, lib, verbose)
     if r.fast:
         r.run(lib, stream, A.ptr, B.ptr, C.ptr)
     else:  # the array library's copies need 2-D arrays over the same memory
         r.run(lib, stream, A.ptr, B.ptr, C.ptr, _view2d(a, A, lib), _view2d(b, B, lib), _view2d(out, C, lib))
     return r
+
+
+def _run_pieces(A, B, C, sizes, allow_tf32, variant, verbose, lib, dev, stream, a, b, out) -> None:
+    """C = A @ B in blocks of `sizes` (pieces): each block of C from its rows of A and columns of B,
+    every block a product of its own (with its own plan); blocks of K are summed in float32 in a
+    scratch array of the caller's library and rounded once into C."""
+    (M, K), N = A.shape, B.shape[1]
+    m, n, k = sizes
+    (sa0, sa1), (sb0, sb1), (sc0, sc1) = A.strides, B.strides, C.strides
+    for i in range(0, M, m):
+        mi = min(m, M - i)
+        for j in range(0, N, n):
+            nj = min(n, N - j)
+            Cij = C._replace(shape=(mi, nj), ptr=C.ptr + i * sc0 + j * sc1)
+            blocks = [(A._replace(shape=(mi, min(k, K - p)), ptr=A.ptr + i * sa0 + p * sa1),
+                       B._replace(shape=(min(k, K - p), nj), ptr=B.ptr + p * sb0 + j * sb1)) for p in range(0, K, k)]
+            if len(blocks) == 1:
+                _run2d(*blocks[0], Cij, allow_tf32, variant, verbose, lib, dev, stream, a, b, out)
+                continue
+            part = lib.empty((mi, nj), out)  # each K block's product, dense
+            P = operand.describe(part, "out", "cugemm.matmul")
+            total = None
+            for Ap, Bp in blocks:
+                _run2d(Ap, Bp, P, allow_tf32, variant, verbose, lib, dev, stream, a, b, part)
+                total = _as_float32(part, lib) if total is None else total + _as_float32(part, lib)
+            _view2d(out, Cij, lib)[...] = total.astype(part.dtype) if lib is _CupyLib else total.to(part.dtype)
+
+
+def _as_float32(x, lib):
+    return x.astype(np.float32) if lib is _CupyLib else x.float()
 
 
 def _view2d(x, op: operand.Operand, lib):
@@ -622,30 +680,19 @@ def _device_of(a, lib) -> int:
     return a.device.id
 
 
-def _wants_op(a, b) -> bool:
+def wants_op(a, b) -> bool:
     """Whether a torch call must go through the registered op: torch.compile tracing it, or autograd
     recording it (torch's functions, bound by _see_torch)."""
     return _is_compiling() or (_grad_enabled() and (a.requires_grad or b.requires_grad))
 
 
-def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: bool = False):
-    """A @ B with the fastest registered kernel that computes it (torch.matmul's semantics).
-
-    a, b        float32, float16 or bfloat16 GPU arrays of one type: CuPy arrays, torch tensors,
-                objects with __cuda_array_interface__ or __dlpack__; 1-D, 2-D or batched (N-D,
-                batch dimensions broadcast)
-    out         optional result array (CuPy or torch) of the product's shape and type
-    variant     run this variant (a name or alias) instead of choosing; copies are still made
-                where it needs them, and ValueError says why when it cannot compute the product
-    allow_tf32  float32 only: TF32 tensor-core variants may be chosen (about 3e-4 relative error)
-    verbose     print the choice and the reasons (also: environment CUGEMM_EXPLAIN=1) the first
-                time each problem is planned
-    Returns `out` if given, else a new array: a torch tensor when an operand is one, else CuPy.
-    torch tensors that require grad (with grad enabled) get a result with a grad_fn, and
-    torch.compile traces the call as the op torch.ops.cugemm.matmul (cugemm/torch_op.py).
-    """
+def dispatch(a, b, out, variant, allow_tf32, verbose, op):
+    """cugemm.matmul (its documentation is there): the serving paths, the checks, the general path.
+    `op(a, b, allow_tf32=)` runs a torch product that autograd must record or torch.compile is
+    tracing (the registered operator, cugemm.torch_op.matmul; passed in by the caller, so that this
+    module does not import the torch layer above it)."""
     t = _TENSOR
-    if type(a) is t and type(b) is t and out is None and variant is None and b.dim() == 2 and not _wants_op(a, b):
+    if type(a) is t and type(b) is t and out is None and variant is None and b.dim() == 2 and not wants_op(a, b):
         c = _torch_fast(a, b, allow_tf32 is True)  # the serving path of a torch product planned before
         if c is not None:
             return c
@@ -664,12 +711,10 @@ def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: b
             raise TypeError(f"cugemm.matmul: the operands are on {a.device} and {b.device}; move them to the GPU")
         if a.device != b.device:
             raise ValueError(f"cugemm.matmul: the operands are on {a.device} and {b.device}; put them on one GPU")
-        if _wants_op(a, b):
+        if wants_op(a, b):
             if variant is not None:
                 raise ValueError("cugemm.matmul: variant= is not available under autograd or torch.compile")
-            from . import torch_op
-
-            r = torch_op.matmul(a, b, allow_tf32=allow_tf32)
+            r = op(a, b, allow_tf32=allow_tf32)
             if out is not None:
                 out.copy_(r)
                 return out
@@ -678,7 +723,7 @@ def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: b
             raise TypeError("cugemm.matmul: out must be a torch tensor when the operands are")
         return torch_matmul(a, b, out, allow_tf32=bool(allow_tf32), variant=variant, verbose=verbose)
     cupy = _cupy()
-    launch._cuda_device()
+    _device.current()
     a, b = _as_cupy(a, "A"), _as_cupy(b, "B")
     if out is not None:
         out = _as_cupy(out, "out")

@@ -37,7 +37,7 @@ def have_gpu() -> bool:
     return gpu_problem() is None
 
 
-# What every entry point that needs a GPU says when there is none (launch._cuda_device raises it;
+# What every entry point that needs a GPU says when there is none (device.current raises it;
 # matmul, run, explain, tune and bench all go through that function).
 NEEDS_GPU = ("running kernels (matmul, run, explain, tune, bench) needs an NVIDIA GPU and its driver; "
              "`python -m cugemm compile` works without one")

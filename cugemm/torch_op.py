@@ -10,7 +10,7 @@ kernel (cugemm.serve.torch_matmul on torch's current stream), a fake implementat
 errors only: torch.compile, export, meta tensors) and an autograd formula whose two products are
 this operator again (so the backward pass runs cugemm too, and double backward works).
 
-Eager calls of cugemm.matmul on torch tensors do not come here: serve.matmul reads the tensors'
+Eager calls of cugemm.matmul on torch tensors do not come here: serve.dispatch reads the tensors'
 pointers directly. It sends a product here only when autograd must record it (grad enabled and an
 operand requires grad) or when torch.compile traces it (torch.compiler.is_compiling()). So this
 module costs nothing on the eager inference path; what it costs is paid by backward passes and by
@@ -39,7 +39,7 @@ import threading
 
 import torch
 
-import cugemm as _cugemm  # the package (fully imported first: its __init__ never imports this module)
+from . import serve
 
 QUALNAME = "cugemm::matmul"
 SCHEMA = "matmul(Tensor a, Tensor b, bool allow_tf32=False) -> Tensor"
@@ -48,7 +48,6 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 _LIB = globals().get("_LIB")            # the Library holding the registrations (survives reload)
 _OP = globals().get("_OP")              # torch.ops.cugemm.matmul.default once registered
 _LOCK = globals().get("_LOCK") or threading.Lock()
-_TORCH_MATMUL = None                    # cugemm.serve.torch_matmul, imported on first use
 
 
 # ---- shapes and checks (the fake implementation; also usable by others) ------------------------------
@@ -56,9 +55,7 @@ def result_shape(a_shape, b_shape) -> tuple:
     """The shape of matmul(a, b) by torch.matmul's rules (cugemm.serve.result_shape's: 1-D operands
     promoted and squeezed back, batch dimensions broadcast; ValueError with cugemm.matmul's messages).
     Works with symbolic sizes."""
-    from .serve import result_shape as shapes
-
-    return shapes(a_shape, b_shape)[4]
+    return serve.result_shape(a_shape, b_shape)[4]
 
 
 def check(a, b) -> tuple:
@@ -83,12 +80,7 @@ def _fake(a, b, allow_tf32=False):
 
 # ---- the CUDA kernel --------------------------------------------------------------------------------
 def _cuda(a, b, allow_tf32=False):
-    global _TORCH_MATMUL
-    if _TORCH_MATMUL is None:
-        from . import serve
-
-        _TORCH_MATMUL = serve.torch_matmul
-    return _TORCH_MATMUL(a, b, allow_tf32=allow_tf32)
+    return serve.torch_matmul(a, b, allow_tf32=allow_tf32)
 
 
 # ---- autograd -----------------------------------------------------------------------------------------
@@ -200,7 +192,7 @@ class Linear(torch.nn.Linear):
                     wt = w.T
                 # plain attributes (Module.__setattr__ would register the Parameter a second time)
                 self.__dict__["_wt"], self.__dict__["_wt_of"] = wt, w
-        y = _cugemm.matmul(x, wt, allow_tf32=self.allow_tf32)
+        y = serve.dispatch(x, wt, None, None, self.allow_tf32, False, matmul)  # cugemm.matmul's front door
         if self.bias is None:
             return y
         if torch.is_grad_enabled() and (y.requires_grad or self.bias.requires_grad):

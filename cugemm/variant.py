@@ -6,15 +6,43 @@ archs it may claim (from its shared memory, checked against cugemm.arch).
 """
 from __future__ import annotations
 
+import json
 import math
 import numbers
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
 from . import arch as _arch
 from . import dtypes
 from .device import Device
 
 INT32_MAX = 2**31 - 1
 GRID_YZ_MAX = 65535
+DEFAULT_ARCHS = ("sm_80", "sm_90")  # what a variant claims when it names no archs: those it fits
+SMEM_TABLE = Path(__file__).with_name("tables") / "smem.json"
+_smem_table: dict | None = None
+
+
+def declared_smem(expression: str) -> int:
+    """The dynamic shared memory a kernel file declares as `expression` (`<template>_smem_bytes<...>`),
+    as read from its compiled PTX into cugemm/tables/smem.json (scripts/smem_table.py writes it; the
+    offline compile test checks every entry against the PTX); 0 when the kernel declares none."""
+    global _smem_table
+    if _smem_table is None:
+        _smem_table = json.loads(SMEM_TABLE.read_text())
+    return _smem_table.get(expression, 0)
+
+
+class Candidate(NamedTuple):
+    """How cugemm.matmul's fallback model rates a variant it may choose (cugemm/select.py): `rate`,
+    its nominal TFLOP/s on an H100 when its tiles fill the GPU (GB/s for the memory-bound 'bw'
+    kind); `kind`, how the model scales it ('persistent', 'tiles', 'stream', 'splitk', 'bw');
+    `order`, the preference among equal estimates (lower first)."""
+
+    rate: float
+    kind: str
+    order: int
 
 
 def _render(value) -> str:
@@ -56,9 +84,10 @@ class Variant:
     align       bytes each operand's base pointer must be aligned to (16 for 16-byte access)
     archs       the compile targets it claims ('sm_80', 'sm_90', 'sm_90a'); CI compiles each one
                 offline. Each must give a block the variant's dynamic shared memory (cugemm.arch).
+                None: those of DEFAULT_ARCHS whose chips give a block its shared memory.
     min_arch    lowest compute capability it runs on; derived from archs when left 0
-    smem_dynamic  dynamic shared memory bytes per block (static smem comes from the compiler); a
-                kernel using it declares the same number as `<template>_smem_bytes<params>`
+    smem_dynamic  dynamic shared memory bytes per block (static smem comes from the compiler); None:
+                what the kernel file declares as `<template>_smem_bytes<params>` (declared_smem)
     cluster     thread-block cluster shape (x, y, z), compiled into the kernel (__cluster_dims__);
                 the grid is rounded up to whole clusters
     seed        the note it comes from (shared/seeds/README.md), or 'cugemm' above the notes
@@ -68,14 +97,18 @@ class Variant:
     pdl         the kernel waits in griddepcontrol.wait before its first global access, so it may be
                 launched with programmatic dependent launch (cugemm/pdl.py) after cugemm.matmul's
                 relayout of its operands
-    grid_fn     optional (variant, M, N, K, cugemm.device.Device) -> grid, for kernels that size or remap
-                their grid (persistent kernels, block swizzle); default (ceil(N/BN), ceil(M/BM), 1)
-    args_fn     optional (variant, A, B, C, M, N, K) -> extra kernel arguments after
-                (a, b, c, M, N, K); A, B, C are launch.Operand records (pointer, shape, strides,
-                dtype), e.g. for TMA descriptors or a swizzle stride; with workspace_fn it also gets
-                work= (a cugemm.workspace.Work: the addresses of its scratch memory) and dev=
-    workspace_fn  optional (variant, M, N, K, Device) -> cugemm.workspace.Need: the fp32 partials and
-                zeroed counters a launch needs (split-K); the launcher provides them (cugemm/workspace.py)
+    grid_rule   a grid rule of cugemm/rules.py, for kernels that size or remap their grid
+                (persistent kernels, block swizzle); '' is (ceil(N/BN), ceil(M/BM), 1). Resolved
+                into grid_fn: (variant, M, N, K, cugemm.device.Device) -> grid
+    args_rule   an argument rule of cugemm/rules.py: extra kernel arguments after (a, b, c, M, N,
+                K), e.g. TMA descriptors or a swizzle stride. Resolved into args_fn: (variant, A, B,
+                C, M, N, K) -> arguments, A, B, C operand records (cugemm.operand.Operand); with a
+                workspace it also gets work= (a cugemm.workspace.Work: its scratch addresses) and dev=
+    workspace_rule  a workspace rule of cugemm/rules.py: the fp32 partials and zeroed counters a
+                launch needs (split-K); the launcher provides them (cugemm/workspace.py). Resolved
+                into workspace_fn: (variant, M, N, K, Device) -> cugemm.workspace.Need
+    matmul      a Candidate when cugemm.matmul may choose the variant (its rating in the fallback
+                model), None otherwise (the learning rungs; `variant=` still runs any of them)
     """
 
     name: str
@@ -98,18 +131,22 @@ class Variant:
     math_dtype: str = ""
     multiple_of: tuple = (1, 1, 1)
     align: int = 4
-    archs: tuple = ("sm_80", "sm_90")
+    archs: tuple | None = None
     min_arch: int = 0
-    smem_dynamic: int = 0
+    smem_dynamic: int | None = None
     cluster: tuple = (1, 1, 1)
     seed: str = ""
     aliases: tuple = ()
     doc: str = ""
     spills: str = ""
     pdl: bool = False
-    grid_fn: object = None
-    args_fn: object = None
-    workspace_fn: object = None
+    grid_rule: str = ""
+    args_rule: str = ""
+    workspace_rule: str = ""
+    matmul: Candidate | None = None
+    grid_fn: object = field(init=False, repr=False, compare=False)
+    args_fn: object = field(init=False, repr=False, compare=False)
+    workspace_fn: object = field(init=False, repr=False, compare=False)
     dt_in: dtypes.DType = field(init=False, repr=False, compare=False)
     dt_out: dtypes.DType = field(init=False, repr=False, compare=False)
     name_expression: str = field(init=False, repr=False, compare=False)
@@ -131,6 +168,15 @@ class Variant:
         set_(self, "a_layout", self.a_layout or self.layout)
         set_(self, "b_layout", self.b_layout or self.layout)
         set_(self, "c_align", self.c_align or self.align)
+        if self.smem_dynamic is None:
+            set_(self, "smem_dynamic", declared_smem(self.template_expression(f"{self.template}_smem_bytes")))
+        if self.archs is None:
+            set_(self, "archs", _arch.archs_for_smem(self.smem_dynamic, DEFAULT_ARCHS))
+        from . import rules  # the launch rules' functions (mechanism modules; none imports this one)
+
+        set_(self, "grid_fn", rules.resolve(rules.GRIDS, "grid", self.grid_rule, self.name))
+        set_(self, "args_fn", rules.resolve(rules.ARGS, "args", self.args_rule, self.name))
+        set_(self, "workspace_fn", rules.resolve(rules.WORKSPACES, "workspace", self.workspace_rule, self.name))
         if not self.archs:
             raise ValueError(f"{self.name}: claims no arch")
         claims = [_arch.parse(a) for a in self.archs]
@@ -195,7 +241,31 @@ class Variant:
 
     # ---- rules ----------------------------------------------------------------------------
     def check_shape(self, M: int, N: int, K: int) -> None:
-        """Raise ValueError naming the violated rule when this variant cannot compute an MxNxK product."""
+        """Raise ValueError naming the violated rule when this variant cannot compute an MxNxK product
+        of dense operands (check_dims, and each operand's rows where the kernel reads them: dense
+        lines of a multiple of `align` bytes for a strided kernel, whose tensor maps need them; C's
+        of `c_align`). Everything `cugemm.run` would refuse of dense operands of the right types."""
+        self.check_dims(M, N, K)
+        if not self.strided:
+            return  # dense operands of a dense kernel: check_dims' multiple_of covers the alignment
+        size, osize = self.dt_in.itemsize, self.dt_out.itemsize
+        for what, layout, rows, cols, itemsize, align in (("A", self.a_layout, M, K, size, self.align),
+                                                          ("B", self.b_layout, K, N, size, self.align),
+                                                          ("C", self.layout, M, N, osize, self.c_align)):
+            lines, span = (rows, cols) if layout == "row" else (cols, rows)
+            if lines > 1 and span * itemsize % align:
+                dim = {("A", "row"): "K", ("A", "col"): "M", ("B", "row"): "N", ("B", "col"): "K"}.get(
+                    (what, layout), "N")
+                raise ValueError(
+                    f"{self.name}: dense {what} ({layout}-major) has lines of {span * itemsize} bytes, not a "
+                    f"multiple of {align} (rule: {dim} * {itemsize} % {align} == 0, the kernel's tensor maps "
+                    f"read lines that start {align}-byte aligned); pass {what} with a padded leading "
+                    "dimension, or use cugemm.matmul, which pads it")
+
+    def check_dims(self, M: int, N: int, K: int) -> None:
+        """Raise ValueError naming the violated rule when this variant cannot compute an MxNxK product
+        whatever its operands' leading dimensions: sizes, max_m, multiple_of, 32-bit indices and grid
+        limits. (cugemm.select pads leading dimensions itself, and checks only these.)"""
         for dim, value in (("M", M), ("N", N), ("K", K)):
             if type(value) is not int and (not isinstance(value, numbers.Integral) or isinstance(value, bool)):
                 raise ValueError(f"{self.name}: {dim}={value!r} must be a non-negative integer")

@@ -40,8 +40,7 @@ def fake():
 def fake_encode(monkeypatch):
     """cugemm.tma.encode_2d replaced by its rule check and a record of each spec (no driver needed),
     the caches of maps and kernel arguments cleared around the test; yields the list of specs."""
-    from cugemm import tma
-    from cugemm.families import hgemm_wgmma
+    from cugemm import tma, tma_args
 
     made = []
 
@@ -56,7 +55,7 @@ def fake_encode(monkeypatch):
 
     monkeypatch.setattr(tma, "encode_2d", encode)
     tma.clear_cache()
-    hgemm_wgmma.clear_args_cache()
+    tma_args.clear_args_cache()
     yield made
     tma.clear_cache()
-    hgemm_wgmma.clear_args_cache()
+    tma_args.clear_args_cache()

@@ -71,8 +71,10 @@ def test_compiles_without_spills(reports, name, target):
 
 
 def test_declared_shared_memory_matches_the_registry(reports):
-    """Python computes each variant's dynamic shared memory once; the kernel file declares its own
-    (<template>_smem_bytes<params>); they agree, and every kernel using dynamic shared memory declares it."""
+    """A kernel file declares its dynamic shared memory once (<template>_smem_bytes<params>); the
+    registry's number is that declaration as read from the compiled PTX (cugemm/tables/smem.json,
+    written by scripts/smem_table.py): every entry agrees with the PTX, and every kernel using dynamic
+    shared memory declares it. A failure here means the table is stale: run scripts/smem_table.py."""
     checked = 0
     for (name, target), r in reports.items():
         if isinstance(r, Exception):

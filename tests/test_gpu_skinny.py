@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 import cugemm
-from cugemm import accuracy, testing
-from cugemm.families import hgemm_skinny
+from cugemm import accuracy, splitk, testing
 from cugemm.registry import variants
 
 pytestmark = pytest.mark.gpu
@@ -68,7 +67,7 @@ def test_split_k_is_deterministic_and_leaves_counters_zero(v):
 
     M, N, K = min(v.max_m, 13), 4096, 8192
     dev = cupy.cuda.runtime.getDevice()
-    assert hgemm_skinny.plan(v, M, N, K, device.get(dev))[1] > 1, "the case must split K"
+    assert splitk.skinny_plan(v, M, N, K, device.get(dev))[1] > 1, "the case must split K"
     a, b = operands(v, M, N, K)
     first = cugemm.run(v, a, b)
     for _ in range(3):
@@ -76,7 +75,7 @@ def test_split_k_is_deterministic_and_leaves_counters_zero(v):
         assert bool((again.view(cupy.uint16) == first.view(cupy.uint16)).all())
     cupy.cuda.get_current_stream().synchronize()
     buf, need = workspace.held_buffer("cupy", dev, cupy.cuda.get_current_stream().ptr)
-    assert need.counters >= hgemm_skinny.workspace_need(v, M, N, K, device.get(dev)).counters
+    assert need.counters >= splitk.skinny_workspace_need(v, M, N, K, device.get(dev)).counters
     assert int(buf[:4 * need.counters].view(cupy.uint32).max()) == 0
     assert accuracy.check(first, accuracy.reference(a, b), v)[1]
 
@@ -120,10 +119,9 @@ def _bench(argv):
 
     import cupy
 
-    from cugemm import jit
+    from cugemm import device, jit, workspace
     from cugemm.bench.measure import parse_shapes
     from cugemm.bench.timing import Timer
-    from cugemm import device
 
     p = argparse.ArgumentParser()
     p.add_argument("shapes", help="MxNxK,... or 'llm' (M 1..64 against the LLM N x K)")
@@ -151,8 +149,12 @@ def _bench(argv):
             t, tb = timer.measure_pair(lambda: cugemm.run(v, a, bv, out=out),
                                        lambda: cupy.matmul(a, bv, out=base_out), nbytes)
             fn = jit.get_function(v)
-            grid = v.grid(M, N, K, device.get(dev))
-            kargs = (a, bv, out, np.int32(M), np.int32(N), np.int32(K)) + tuple(v.extra_args(None, None, None, M, N, K))
+            info = device.get(dev)
+            grid = v.grid(M, N, K, info)
+            work = workspace.held("cupy", dev, cupy.cuda.get_current_stream().ptr, v.workspace_fn(v, M, N, K, info),
+                                  workspace.cupy_alloc)  # the stream's workspace, as the launcher gets it
+            kargs = (a, bv, out, np.int32(M), np.int32(N), np.int32(K)) + v.extra_args(None, None, None, M, N, K,
+                                                                                        work=work, dev=info)
             reps = 10
             s0, e0 = cupy.cuda.Event(), cupy.cuda.Event()
             kt = []

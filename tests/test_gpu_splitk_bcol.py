@@ -4,13 +4,13 @@ cugemm/families/hgemm_wgmma_splitk.py): B is the transposed view W.T of a row-ma
 reference (cugemm.accuracy tolerances) into a NaN-poisoned C between NaN guard zones, on shapes
 where the plan splits K (M = 1..256 tokens against LLM weights) and on ragged ones (N and K not
 multiples of the tile: partial B panels, a dead panel, a partial last K-tile) with the split forced
-(FORCE_SPLITS); the result is bit-for-bit repeatable, the per-slab counters are left at zero, and it
-agrees with the row-major sibling's on the same values (within the tolerance)."""
+(cugemm.splitk.plan replaced by a plan of S slices); the result is bit-for-bit repeatable, the
+per-slab counters are left at zero, and it agrees with the row-major sibling's on the same values
+(within the tolerance)."""
 import pytest
 
 import cugemm
-from cugemm import accuracy, device, testing, workspace
-from cugemm.families import hgemm_wgmma_splitk as sk
+from cugemm import accuracy, device, launch, splitk, testing, workspace
 
 pytestmark = pytest.mark.gpu
 cupy = pytest.importorskip("cupy")
@@ -65,7 +65,7 @@ def _counters_zero(v, M, N, K):
     cupy.cuda.get_current_stream().synchronize()
     dev = cupy.cuda.runtime.getDevice()
     held = workspace.held_buffer("cupy", dev, cupy.cuda.get_current_stream().ptr)
-    need = sk.workspace_need(v, M, N, K, device.get(dev))
+    need = splitk.workspace_need(v, M, N, K, device.get(dev))
     if need.counters == 0:  # no split tile: no counter used
         return
     assert held is not None
@@ -78,22 +78,42 @@ def _bits_equal(x, y) -> bool:
     return bool((x.view(cupy.uint16) == y.view(cupy.uint16)).all())
 
 
+def _forced_plan(S: int):
+    """splitk.plan with the tail tiles split S ways, capped as the kernel requires (at most kt slices,
+    at most one wave of slices: (tiles - dp_tiles) * splits <= grid); whole tiles in full waves as
+    splitk.plan runs them."""
+
+    def plan(M, N, K, bn, sms):
+        T = -(-M // splitk.BM) * -(-N // bn)
+        kt = -(-K // splitk.BK)
+        dp = T // sms * sms
+        tail = T - dp
+        best = max(1, min(S, kt, sms // tail)) if tail else 1
+        if best == 1:
+            dp = T
+        return dp, best, max(1, min(dp + (T - dp) * best, sms))
+
+    return plan
+
+
 @pytest.fixture
 def force_splits(monkeypatch):
-    """Set sk.FORCE_SPLITS for the test; the launcher's grid memo of every variant cleared around it
+    """force(S) replaces splitk.plan (which the split-K rung's grid, workspace and argument rules
+    call) by _forced_plan(S) for the test; the launcher's grid memo of every variant cleared around it
     (it is keyed by shape only)."""
+    dev = cupy.cuda.runtime.getDevice()
+    real = splitk.plan
 
     def clear():
         for name in BCOL:
-            for st in cugemm.get_variant(name)._launch.values():
-                st[2].clear()
+            launch.loaded(cugemm.get_variant(name), dev)[2].clear()
 
     def force(S):
-        monkeypatch.setattr(sk, "FORCE_SPLITS", S)
+        monkeypatch.setattr(splitk, "plan", _forced_plan(S))
         clear()
 
     yield force
-    monkeypatch.setattr(sk, "FORCE_SPLITS", None)
+    monkeypatch.setattr(splitk, "plan", real)
     clear()
 
 
@@ -104,7 +124,7 @@ def test_matches_float64_reference(name, shape):
     a, b, _, ref = _inputs(v.dtype_in, *shape)
     c = _run_poisoned(v, a, b)
     err, ok = accuracy.check(c, ref, v)
-    dp, S, grid = sk.plan(*shape, v.tile[1], device.get().sms)
+    dp, S, grid = splitk.plan(*shape, v.tile[1], device.get().sms)
     assert ok, (f"{name} {shape} (dp_tiles={dp}, splits={S}, grid={grid}): rel err {err:.2e} over "
                 f"{accuracy.tolerance(v.math_dtype, v.dtype_acc)}")
     _counters_zero(v, *shape)
@@ -113,10 +133,10 @@ def test_matches_float64_reference(name, shape):
 def test_the_shapes_split():
     """The plan splits K for most of SHAPES on this GPU (the point of the cases above)."""
     sms = device.get().sms
-    split = [(bn, s) for s in SHAPES for bn in (256, 128) if sk.plan(*s, bn, sms)[1] > 1]
+    split = [(bn, s) for s in SHAPES for bn in (256, 128) if splitk.plan(*s, bn, sms)[1] > 1]
     assert len(split) >= len(SHAPES), f"only {split} split on {sms} SMs"
     for s in ((128, 4096, 4096), (1, 4096, 4096), (64, 768, 3072)):
-        assert all(sk.plan(*s, bn, sms)[1] > 1 for bn in (256, 128)), s
+        assert all(splitk.plan(*s, bn, sms)[1] > 1 for bn in (256, 128)), s
 
 
 @pytest.mark.parametrize("name", BCOL)
@@ -128,7 +148,7 @@ def test_forced_splits(force_splits, name, shape, S):
     v = cugemm.get_variant(name)
     force_splits(S)
     M, N, K = shape
-    dp, got, _ = sk.plan(M, N, K, v.tile[1], device.get().sms)
+    dp, got, _ = splitk.plan(M, N, K, v.tile[1], device.get().sms)
     assert got > 1 and got <= S, (dp, got)
     a, b, _, ref = _inputs(v.dtype_in, M, N, K)
     c = _run_poisoned(v, a, b)
@@ -147,7 +167,7 @@ def test_deterministic(force_splits, name, shape):
     v = cugemm.get_variant(name)
     if shape == (200, 1000, 776):
         force_splits(4)
-    assert sk.plan(*shape, v.tile[1], device.get().sms)[1] > 1, "the case must split K"
+    assert splitk.plan(*shape, v.tile[1], device.get().sms)[1] > 1, "the case must split K"
     a, b, _, ref = _inputs(v.dtype_in, *shape)
     first = _run_poisoned(v, a, b)
     for _ in range(3):

@@ -3,7 +3,7 @@ status and stderr; the API in process):
 
   --arch / arch=   exactly the chips cugemm compiles for, everything else refused in one line
                    listing them, the same in the CLI and cugemm.compile / compile_plan
-  no GPU           one message from one function (launch._cuda_device, toolkit.gpu_problem): no
+  no GPU           one message from one function (device.current, toolkit.gpu_problem): no
                    driver or no device says so, and only a driver that is there and too old is
                    called too old
   rules            check_device reads any arch spelling; an arch-specific variant's refusal names
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import cugemm
-from cugemm import arch, launch, toolkit
+from cugemm import arch, device, registry, toolkit
 from cugemm.registry import FAMILIES, variants
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,14 +46,14 @@ def one_line(r, code=2) -> str:
 def test_known_chips_are_those_some_variant_runs_on():
     runnable = [f"sm_{cc}" for cc in sorted(arch.CHIPS)
                 if any(arch.unfit_reason(v, cc) is None for v in variants())]
-    assert arch.chips() == runnable
+    assert registry.chips() == runnable
     assert "sm_75" not in runnable and "sm_70" not in runnable  # below every variant's sm_80
     assert {"sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"} <= set(runnable)
-    assert arch.arch_specific() == ["sm_90a"]
+    assert registry.arch_specific() == ["sm_90a"]
 
 
 def test_api_accepts_exactly_the_known_chips():
-    known = set(arch.chips())
+    known = set(registry.chips())
     for cc in range(10, 200):
         spelt = f"sm_{cc}"
         if spelt in known:
@@ -64,15 +64,15 @@ def test_api_accepts_exactly_the_known_chips():
             assert all(c in str(e.value) for c in known), str(e.value)
     # every spelling of a known chip, and sm_90a naming the H100's chip
     for spelling in ("sm_89", "sm89", "89", "8.9", 89, (8, 9)):
-        assert arch.chip(spelling) == arch.Arch(89, "")
-    assert arch.chip("sm_90a") == arch.Arch(90, "")
+        assert registry.chip(spelling) == arch.Arch(89, "")
+    assert registry.chip("sm_90a") == arch.Arch(90, "")
 
 
 @pytest.mark.parametrize("bad", ["sm_75", "sm_70", "sm_91", "sm_200", "", "foo", "sm_100a", "8.0a"])
 def test_cli_and_api_refuse_the_same_way(bad):
     """One line, exit 2, the list of chips; cugemm.compile raises ValueError with the same text."""
     line = one_line(cli("compile", "--arch", bad, "--variants", "sgemm_naive_f32"))
-    for c in arch.chips():
+    for c in registry.chips():
         assert c in line, line
     with pytest.raises(ValueError) as e:
         cugemm.compile("sgemm_naive_f32", arch=bad)
@@ -101,7 +101,7 @@ def test_this_gpus_arch_is_checked_too(monkeypatch):
 
 def test_cli_arch_accepts_every_known_chip():
     supported = toolkit.nvrtc_archs()
-    for chip in arch.chips() + arch.arch_specific():
+    for chip in registry.chips() + registry.arch_specific():
         cc = arch.parse(chip).cc
         if supported and cc not in supported:
             continue  # this NVRTC is older than the chip (see test_nvrtc_too_old_for_a_chip)
@@ -186,7 +186,7 @@ def test_the_probe_reads_cupy_then_the_driver(monkeypatch):
 
 
 def test_every_api_entry_point_gives_the_one_message(fake, monkeypatch):
-    monkeypatch.setattr(launch, "_gpu_ok", False)
+    monkeypatch.setattr(device, "_gpu_ok", False)
     monkeypatch.setattr(toolkit, "gpu_problem", lambda: "no CUDA GPU found: the probe's answer")
     want = "cugemm: no CUDA GPU found: the probe's answer"
     calls = {
@@ -194,7 +194,7 @@ def test_every_api_entry_point_gives_the_one_message(fake, monkeypatch):
         "matmul": lambda: cugemm.matmul(fake((64, 64), "<f2"), fake((64, 64), "<f2")),
         "tune": lambda: cugemm.tune([(64, 64, 64)]),
         "explain": lambda: cugemm.explain(fake((64, 64), "<f2"), fake((64, 64), "<f2")),
-        "_cuda_device": launch._cuda_device,
+        "device.current": device.current,
     }
     for name, call in calls.items():
         with pytest.raises(RuntimeError) as e:
@@ -248,7 +248,7 @@ def test_check_device_names_the_gpu_once(spelling, cc):
 
 
 def test_offline_refusals_name_the_target_chip_not_a_gpu():
-    for chip in arch.chips():
+    for chip in registry.chips():
         _, skipped = cugemm.compile_plan(None, chip)
         for v, why in skipped:
             assert "this GPU" not in why and "GPU" not in why, why

@@ -145,15 +145,18 @@ def test_archs_fit_shared_memory():
         dataclasses.replace(big, archs=("sm_80", "sm_90"))
 
 
-def test_launch_shape_hooks():
-    """grid_fn sees the device (persistent kernels size their grid by SM count), clusters round the
-    grid up to whole clusters, args_fn sees the operands."""
+def test_launch_shape_hooks(monkeypatch):
+    """A grid rule sees the device (persistent kernels size their grid by SM count), clusters round
+    the grid up to whole clusters, an argument rule sees the operands; a rule name nobody declared is
+    refused when the variant is made."""
+    from cugemm import rules
     from cugemm.device import Device
 
     v = get_variant("sgemm_warp_tile")
     dev = Device(cc=90, sms=132, smem_optin=227 * 1024)
     assert v.grid(1000, 1000, 64, dev) == (-(-1000 // v.tile[1]), -(-1000 // v.tile[0]), 1)
-    persistent = dataclasses.replace(v, name="p", grid_fn=lambda v, M, N, K, dev: (dev.sms, 1, 1))
+    monkeypatch.setitem(rules.GRIDS, "test_sms", lambda v, M, N, K, dev: (dev.sms, 1, 1))
+    persistent = dataclasses.replace(v, name="p", grid_rule="test_sms")
     assert persistent.grid(4096, 4096, 4096, dev) == (132, 1, 1)
     clustered = dataclasses.replace(v, name="c", cluster=(2, 1, 1))
     gx, gy, _ = clustered.grid(1000, 1000, 64, dev)
@@ -161,5 +164,9 @@ def test_launch_shape_hooks():
     with pytest.raises(ValueError, match="cluster"):
         dataclasses.replace(v, name="bad", cluster=(0, 1, 1))
     seen = []
-    hooked = dataclasses.replace(v, name="h", args_fn=lambda v, A, B, C, M, N, K: seen.append((A, M)) or (7,))
+    monkeypatch.setitem(rules.ARGS, "test_seen", lambda v, A, B, C, M, N, K: seen.append((A, M)) or (7,))
+    hooked = dataclasses.replace(v, name="h", args_rule="test_seen")
     assert hooked.extra_args("A", "B", "C", 1, 2, 3) == (7,) and seen == [("A", 1)]
+    for field in ("grid_rule", "args_rule", "workspace_rule"):
+        with pytest.raises(ValueError, match="no .* rule 'nonesuch'; rules: "):
+            dataclasses.replace(v, name="n", **{field: "nonesuch"})

@@ -8,7 +8,6 @@ import re
 import pytest
 
 from cugemm import jit
-from cugemm.families import hgemm_mma
 from cugemm.registry import get_variant, variants
 
 _H = "hgemm_mma_m16n8k16_"
@@ -29,6 +28,31 @@ SWIZZLED = [v for v in FAMILY if v.template == "hgemm_mma_swizzle"]
 # the any-shape rungs: _edge (rungs 11, 12) and the persistent rung 13 (TMA zero-fills and clips)
 EDGE = [v for v in FAMILY if v.param_dict.get("EDGE") or v.template == "hgemm_mma_persistent"]
 TMA = ("hgemm_mma_ws", "hgemm_mma_persistent")  # rungs 12 and 13: sm_90a, a producer warpgroup
+
+
+# The kernels' shared-memory layouts (kernels/hgemm_mma/*.cu) for a bm x bn block tile of 16-bit
+# elements, written out here so that the record's smem_dynamic (cugemm/tables/smem.json, read from the
+# compiled PTX) is checked against an independent number.
+def stages_smem(bm: int, bn: int, BK: int, STAGES: int, PAD: int) -> int:
+    """04_stages.cu: STAGES padded A (bm x BK + PAD) and B (BK x bn + PAD) tiles."""
+    return STAGES * (bm * (BK + PAD) + BK * (bn + PAD)) * 2
+
+
+def swizzle_smem(bm: int, bn: int, BK: int, STAGES: int, EPI: bool) -> int:
+    """05_swizzle.cu: the ring of STAGES unpadded A and B tiles, or the C tile of the shared-memory
+    epilogue (EPI) if larger."""
+    return max(STAGES * (bm * BK + BK * bn) * 2, bm * bn * 2 if EPI else 0)
+
+
+def ws_smem(bm: int, bn: int, STAGES: int) -> int:
+    """06_ws.cu: STAGES A [bm][64] and B [64][bn] tiles and 1024 bytes of alignment slack (the TMA
+    ring is 1024-byte aligned by hand: 128-byte swizzle atoms)."""
+    return STAGES * (bm + bn) * 128 + 1024
+
+
+def persistent_smem(bm: int, bn: int, warps: int, STAGES: int) -> int:
+    """07_persistent.cu: rung 12's ring and slack, and two 2 KB staging boxes per consumer warp."""
+    return ws_smem(bm, bn, STAGES) + warps * 2 * 16 * 128
 
 
 def test_ladder_is_registered_in_order():
@@ -93,27 +117,20 @@ def test_record(v):
         assert p["GROUP"] == (int(m.group(1) or 8) if m else 0)  # _bswizzle: bands of 8 tile rows
         assert p["RBUF"] == ("_rbuf" in v.name) and p["EPI"] == ("_epi" in v.name)
         assert p["F16ACC"] == v.name.endswith("_f16acc") and p["EDGE"] == v.name.endswith("_edge")
-        dims = dict(WARPS_M=p["WARPS_M"], WARPS_N=p["WARPS_N"], FRAGS_M=p["FRAGS_M"], FRAGS_N=p["FRAGS_N"],
-                    BK=p["BK"], STAGES=p["STAGES"])
-        assert v.smem_dynamic == hgemm_mma.swizzle_smem_bytes(**dims, EPI=p["EPI"]) and v.grid_fn is None
+        assert v.smem_dynamic == swizzle_smem(bm, bn, p["BK"], p["STAGES"], p["EPI"]) and v.grid_fn is None
     elif v.template == "hgemm_mma_persistent":
         assert f"_stage{p['STAGES']}_persistent" in v.name and p["GROUP"] == 8
         cm = p["CLUSTER_M"]  # _cluster2: tiles stacked in M, the persistent grid's x
         assert v.cluster == (cm, 1, 1) and (f"_persistent_cluster{cm}" in v.name) == (cm > 1)
         assert v.args_fn is not None and v.grid_fn is not None
-        assert v.smem_dynamic == hgemm_mma.persistent_smem_bytes(WARPS_M=p["WARPS_M"], WARPS_N=p["WARPS_N"],
-                                                                STAGES=p["STAGES"])
+        assert v.smem_dynamic == persistent_smem(bm, bn, warps, p["STAGES"])
     elif ws:
         assert "_ws" in v.name and f"_stage{p['STAGES']}_ws" in v.name and p["GROUP"] == 8
         assert p["EDGE"] == v.name.endswith("_edge") and v.args_fn is not None and v.grid_fn is None
         assert v.cluster == (1, 1, 1)
-        assert v.smem_dynamic == hgemm_mma.ws_smem_bytes(WARPS_M=p["WARPS_M"], WARPS_N=p["WARPS_N"],
-                                                        FRAGS_M=p["FRAGS_M"], FRAGS_N=p["FRAGS_N"],
-                                                        STAGES=p["STAGES"])
+        assert v.smem_dynamic == ws_smem(bm, bn, p["STAGES"])
     elif v.template == "hgemm_mma_stages":
-        assert p["PAD"] == 8 and v.smem_dynamic == hgemm_mma.stages_smem_bytes(
-            WARPS_M=p["WARPS_M"], WARPS_N=p["WARPS_N"], FRAGS_M=p["FRAGS_M"], FRAGS_N=p["FRAGS_N"],
-            BK=p["BK"], STAGES=p["STAGES"], PAD=p["PAD"])
+        assert p["PAD"] == 8 and v.smem_dynamic == stages_smem(bm, bn, p["BK"], p["STAGES"], p["PAD"])
     else:
         assert v.smem_dynamic == 0
     # shape rule: the tile, or (EDGE) 16-byte rows of A and B

@@ -8,9 +8,8 @@ import re
 
 import pytest
 
-from cugemm import jit, launch, operand
+from cugemm import jit, launch, operand, splitk
 from cugemm.arch import archs_for_smem
-from cugemm.families import hgemm_skinny
 from cugemm.registry import get_variant, variants
 from cugemm.device import Device
 
@@ -19,6 +18,14 @@ H100 = Device(90, 132, 227 * 1024)
 A100 = Device(80, 108, 163 * 1024)
 LLM = [(m, n, k) for m in (1, 2, 4, 8, 16, 32, 64) for n, k in
        ((4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096))] + [(16, 8192, 8192)]
+
+
+def skinny_smem(NF: int, MT: int, BK: int, STAGES: int) -> int:
+    """01_splitk.cu's shared memory, written out from the kernel's layout (checked against the record's
+    smem_dynamic, which cugemm/tables/smem.json reads from the PTX): STAGES ring stages of an 8 MT x BK
+    A tile and a 64 NF x BK B tile (16-bit), or the fp32 partial tile (8 MT rows of 64 NF + 4) if larger."""
+    bn, bm = 64 * NF, 8 * MT
+    return max(STAGES * (bm * BK + bn * BK) * 2, bm * (bn + 4) * 4)
 
 
 def test_family_is_registered():
@@ -47,7 +54,7 @@ def test_record(v):
     assert v.a_layout == "row" and v.layout == "row" and not v.strided
     assert v.tile == (maxm, bn, bk) and v.block == (128, 1, 1)
     assert v.multiple_of == (1, 8, 8)
-    assert v.smem_dynamic == hgemm_skinny.splitk_smem_bytes(NF=p["NF"], MT=p["MT"], BK=bk, STAGES=stages)
+    assert v.smem_dynamic == skinny_smem(NF=p["NF"], MT=p["MT"], BK=bk, STAGES=stages)
     # every form runs on sm_90; sm_80 where its ring fits sm_80's shared memory (not m32 stage8's 192 KB)
     assert v.archs == archs_for_smem(v.smem_dynamic) and "sm_90" in v.archs
     assert v.grid_fn is not None and v.args_fn is not None
@@ -108,20 +115,21 @@ def test_plan_covers_the_product_without_empty_slices(v, dev):
     for M, N, K in LLM + [(1, 8, 8), (3, 24, 4104), (64, 8, 65536), (7, 65536, 8)]:
         if M > v.max_m:
             continue
-        slabs, s = hgemm_skinny.plan(v, M, N, K, dev)
+        slabs, s = splitk.skinny_plan(v, M, N, K, dev)
+        assert splitk.skinny_plan_of(v, M, N, K, dev) == (slabs, s)  # the remembered plan is the model's
         assert v.grid(M, N, K, dev) == (slabs, s, 1)
         assert slabs * bn >= N > (slabs - 1) * bn
         kt = -(-K // bk)
         per = -(-kt // s)  # what the kernel computes from gridDim.y
-        assert 1 <= s <= min(kt, hgemm_skinny.MAX_SPLITS) and (s - 1) * per < kt  # the last slice is not empty
-        if slabs * min(kt, hgemm_skinny.MAX_SPLITS) >= 2 * dev.sms * hgemm_skinny.blocks_per_sm(v, dev):  # enough work to fill the GPU
-            assert slabs * s >= 0.9 * dev.sms * hgemm_skinny.blocks_per_sm(v, dev), (M, N, K, s)
+        assert 1 <= s <= min(kt, splitk.SKINNY_MAX_SPLITS) and (s - 1) * per < kt  # the last slice is not empty
+        if slabs * min(kt, splitk.SKINNY_MAX_SPLITS) >= 2 * dev.sms * splitk.blocks_per_sm(v, dev):  # enough work to fill the GPU
+            assert slabs * s >= 0.9 * dev.sms * splitk.blocks_per_sm(v, dev), (M, N, K, s)
 
 
 def test_blocks_per_sm_follow_shared_memory():
     v = get_variant("hgemm_skinny_splitk_m16_n64k128_stage4")
-    assert hgemm_skinny.blocks_per_sm(v, H100) == 2
-    assert hgemm_skinny.blocks_per_sm(v, Device(90, 132, 64 * 1024)) == 1
+    assert splitk.blocks_per_sm(v, H100) == 2
+    assert splitk.blocks_per_sm(v, Device(90, 132, 64 * 1024)) == 1
 
 
 def _sass_ops(v, arch):

@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 
-from cugemm import jit, toolkit
+from cugemm import jit, tma_args, toolkit
 from cugemm.families import hgemm_wgmma
 from cugemm.launch import check_operands, describe
 from cugemm.registry import get_variant, variants
@@ -35,6 +35,40 @@ TOP = [_P + "_cluster2_tma_store_stage4", _P + "_cluster2_tma_store_stage4_bf16"
        "hgemm_wgmma_m64n256k16_bt_persistent_cluster2_stage4_bf16",
        "hgemm_wgmma_tf32_m64n256k8_persistent_cluster2_stage4"]
 H100 = Device(cc=90, sms=132, smem_optin=232448)
+CTYPES = {"float16": "half", "bfloat16": "__nv_bfloat16"}  # the kernels' element type argument T
+
+# The kernels' shared-memory layouts (kernels/hgemm_wgmma/*.cu), written out here so that the record's
+# smem_dynamic (cugemm/tables/smem.json, read from the compiled PTX) is checked against an independent
+# number: 16-bit tiles are 64 k wide (128 bytes a row), plus 1024 bytes of alignment slack (the
+# 1024-byte swizzle atoms).
+SLACK = 1024
+STAGING = 2 * 2 * 64 * 128  # the TMA-store epilogue: two 64 x 64 staging boxes of C per consumer warpgroup
+
+
+def ring_smem(bm: int, bn: int, stages: int) -> int:
+    """Rungs 1-4: a ring of STAGES (A bm x 64, B 64 x bn) tiles."""
+    return stages * (bm + bn) * 128 + SLACK
+
+
+def persistent_smem(bn: int, stages: int, tma_store: bool, any_c: bool) -> int:
+    """04_persistent.cu: the ring of 128 x 64 A and 64 x bn B tiles, the staging boxes of the TMA-store
+    epilogue, or ANY_C's two whole staged slabs (64 x bn each)."""
+    return stages * (128 + bn) * 128 + (STAGING if tma_store else 0) + (2 * 64 * bn * 2 if any_c else 0) + SLACK
+
+
+def persistent_bt_smem(stages: int) -> int:
+    """06_persistent_bt.cu: 256 x 64 A and 64 x 128 B tiles per stage, the staging boxes."""
+    return stages * (256 + 128) * 128 + STAGING + SLACK
+
+
+def tf32_smem(stages: int) -> int:
+    """05_tf32.cu: 256 x 32 A and 32 x 128 B float tiles per stage."""
+    return stages * (256 * 128 + 4 * 32 * 128) + SLACK
+
+
+def small_m_smem(bn: int, stages: int) -> int:
+    """08_small_m.cu: a ring of 64 x 64 A and 64 x bn B tiles."""
+    return stages * (64 + bn) * 128 + SLACK
 
 
 def _family():
@@ -79,16 +113,16 @@ def test_record(v):
         assert v.math_dtype == "tfloat32" and v.template == "hgemm_wgmma_tf32"
         assert v.tile == (256, 128, 32) and v.block == (384, 1, 1) and v.multiple_of == (1, 4, 4)
         assert v.cluster == (p["CLUSTER_N"], 1, 1)
-        assert v.smem_dynamic == hgemm_wgmma.tf32_smem_bytes(p["STAGES"])
+        assert v.smem_dynamic == tf32_smem(p["STAGES"])
         assert ("_cluster2" in v.name) == (p["CLUSTER_N"] == 2)
         return
-    assert p["T"] == hgemm_wgmma.CTYPES[v.dtype_in]
+    assert p["T"] == CTYPES[v.dtype_in]
     assert v.name.endswith("_bf16") == (v.dtype_in == "bfloat16")
     assert f"_stage{p['STAGES']}" in v.name
     if v.template == "hgemm_wgmma_persistent_bt":  # C^T = B^T A^T: 256 x 128 tiles, clusters along N
         assert v.tile == (256, 128, 64) and v.block == (384, 1, 1) and v.multiple_of == (1, 8, 8)
         assert v.cluster == (p["CLUSTER_N"], 1, 1) and ("_cluster2" in v.name) == (p["CLUSTER_N"] == 2)
-        assert v.smem_dynamic == hgemm_wgmma.persistent_bt_smem_bytes(p["STAGES"])
+        assert v.smem_dynamic == persistent_bt_smem(p["STAGES"])
         return
     if v.template == "hgemm_wgmma_small_m":  # rung 10: 64-row tiles, one consumer warpgroup + a producer warp
         assert f"_m64n{p['BN']}k16_small_m" in v.name and v.tile == (64, p["BN"], 64)
@@ -96,7 +130,7 @@ def test_record(v):
         assert v.cluster == (p["CLUSTER"], 1, 1) and p["BN"] % 32 == 0
         side = "" if p["CLUSTER"] == 1 else f"_cluster{p['CLUSTER']}{'m' if p['ALONG_M'] else 'n'}"
         assert f"small_m{side}_stage" in v.name
-        assert v.smem_dynamic == hgemm_wgmma.small_m_smem_bytes(p["BN"], p["STAGES"])
+        assert v.smem_dynamic == small_m_smem(p["BN"], p["STAGES"])
         return
     assert f"n{p['BN']}k16" in v.name and v.tile == (128, p["BN"], 64)
     if v.template == "hgemm_wgmma_persistent":
@@ -114,11 +148,10 @@ def test_record(v):
         # the edge-tile wgmma widths are a 256-column tile's (BN = 64, 128, 192 have no NARROW_EDGE, their
         # _bcol forms included)
         assert p["NARROW_EDGE"] == ((p["A_COL"] or p["B_COL"] or p["ANY_C"]) and p["BN"] == 256)
-        assert v.smem_dynamic == hgemm_wgmma.persistent_smem_bytes(p["BN"], p["STAGES"], p["TMA_STORE"],
-                                                                   p["ANY_C"])
+        assert v.smem_dynamic == persistent_smem(p["BN"], p["STAGES"], p["TMA_STORE"], p["ANY_C"])
     else:
         assert v.multiple_of == v.tile and v.cluster == (1, 1, 1)
-        assert v.smem_dynamic == hgemm_wgmma.ring_smem_bytes(128, p["BN"], p["STAGES"])
+        assert v.smem_dynamic == ring_smem(128, p["BN"], p["STAGES"])
         threads = 128 * (p["CONSUMERS"] + 1) if v.template == "hgemm_wgmma_ws" else 256
         assert v.block == (threads, 1, 1)
     assert v.smem_dynamic <= 232448  # one block per SM on sm_90
@@ -198,11 +231,13 @@ def test_shape_rules():
         v.check_shape(16, 16, 20)
     for name in ("hgemm_wgmma_fast", "hgemm_wgmma_fast_acol_bcol", "hgemm_wgmma_fast_anyc_bf16"):
         for shape in [(1, 8, 1), (17, 24, 9), (4095, 4104, 1023)]:
-            get_variant(name).check_shape(*shape)  # strided: the leading dimensions carry the alignment
+            get_variant(name).check_dims(*shape)  # strided: the leading dimensions carry the alignment
+        with pytest.raises(ValueError, match="not a multiple of 16"):
+            get_variant(name).check_shape(17, 24, 9)  # ... which dense operands of K = 9 do not
     for shape in [(1, 1, 1), (17, 23, 9), (4095, 4097, 1023)]:
-        get_variant("hgemm_wgmma_fast_anyc_acol").check_shape(*shape)
+        get_variant("hgemm_wgmma_fast_anyc_acol").check_dims(*shape)
         with pytest.raises(ValueError, match=r"N=\d+ is not a multiple of 8"):
-            get_variant("hgemm_wgmma_fast_bcol").check_shape(*shape)
+            get_variant("hgemm_wgmma_fast_bcol").check_dims(*shape)
     get_variant("hgemm_wgmma_tf32_fast").check_shape(7, 4, 12)
     with pytest.raises(ValueError, match="M=64 is not a multiple of 128"):
         get_variant("hgemm_wgmma_m64n128k16_tma_stage4").check_shape(64, 128, 64)
@@ -402,7 +437,7 @@ def test_small_m_forms_all_have_bcol_forms():
 def test_small_m_bcol_form_is_its_siblings_kernel_but_for_b(row):
     """The _bcol form is the row-major form's record with B_COL = true and b_layout 'col', nothing else:
     same tile, block, cluster, stages, shape rules, shared memory, grid, not strided (dense W), and a
-    matmul candidate at its sibling's nominal rate (the same FALLBACK row)."""
+    matmul candidate at its sibling's nominal rate (the same fallback row)."""
     from cugemm import dtypes, select
 
     col = get_variant(_bcol_name(row.name))
@@ -413,7 +448,7 @@ def test_small_m_bcol_form_is_its_siblings_kernel_but_for_b(row):
     for field in ("tile", "block", "cluster", "multiple_of", "smem_dynamic", "dtype_in", "dtype_out", "source",
                   "template", "strided", "align", "c_align", "max_m", "grid_fn", "archs", "math", "pdl"):
         assert getattr(col, field) == getattr(row, field), field
-    assert col.args_fn.maps_fn is row.args_fn.maps_fn is hgemm_wgmma._maps_small_m
+    assert col.args_fn.maps_fn is row.args_fn.maps_fn is tma_args.maps_small_m
     for shape in [(64, 4096, 4096), (100, 1000, 776), (512, 2304, 768)]:
         assert col.grid(*shape, H100) == row.grid(*shape, H100)
     dt = dtypes.get(col.dtype_in)

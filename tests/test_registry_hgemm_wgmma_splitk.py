@@ -1,4 +1,5 @@
-"""The Hopper split-K rung (kernels/hgemm_wgmma/07_splitk.cu, cugemm/families/hgemm_wgmma_splitk.py):
+"""The Hopper split-K rung (kernels/hgemm_wgmma/07_splitk.cu, cugemm/families/hgemm_wgmma_splitk.py,
+its plan in cugemm/splitk.py):
 records, the split plan (every tile and K-tile covered exactly once by the kernel's work list, the
 workspace the launch allocates big enough for it), and the SASS of a real Hopper kernel. No GPU.
 
@@ -12,8 +13,7 @@ import re
 import numpy as np
 import pytest
 
-from cugemm import jit, toolkit
-from cugemm.families import hgemm_wgmma_splitk as sk
+from cugemm import jit, rules, splitk, tma_args, toolkit
 from cugemm.launch import check_operands, describe
 from cugemm.registry import get_variant, variants
 from cugemm.device import Device
@@ -28,6 +28,15 @@ NAMES = ROW + BCOL
 
 def _row_sibling(name: str) -> str:
     return name.replace("_bcol", "")
+
+
+def splitk_smem(bn: int, stages: int) -> int:
+    """07_splitk.cu's shared memory, written out from the kernel's layout (checked here against the
+    record's smem_dynamic, which cugemm/tables/smem.json reads from the PTX): a ring of STAGES 128 x 64
+    A and 64 x bn B 16-bit tiles, plus 1024 bytes of alignment slack."""
+    return stages * (128 + bn) * 128 + 1024
+
+
 H100 = Device(cc=90, sms=132, smem_optin=232448)
 SHAPES = [(1, 8, 8), (17, 24, 8), (128, 4096, 4096), (256, 11008, 4096), (512, 4096, 11008),
           (1024, 14336, 4096), (1024, 1024, 1024), (2048, 2048, 2048), (2048, 2048, 8192),
@@ -53,12 +62,12 @@ def test_record(name):
     assert v.dtype_in == v.dtype_out and v.dtype_acc == "float32" and v.math == "wgmma"
     assert v.name.endswith("_bf16") == (v.dtype_in == "bfloat16")
     assert f"n{p['BN']}k16" in v.name and f"_stage{p['STAGES']}" in v.name
-    assert v.smem_dynamic == sk.splitk_smem_bytes(p["BN"], p["STAGES"]) <= 232448
+    assert v.smem_dynamic == splitk_smem(p["BN"], p["STAGES"]) <= 232448
 
 
 def _units(M, N, K, bn, sms):
     """The kernel's work list (unit_of in 07_splitk.cu), per block in walk order."""
-    dp, S, grid = sk.plan(M, N, K, bn, sms)
+    dp, S, grid = splitk.plan(M, N, K, bn, sms)
     T = -(-M // 128) * -(-N // bn)
     kt = -(-K // 64)
     units = []
@@ -95,7 +104,7 @@ def test_plan_covers_every_k_tile_once(bn, sms):
 
 @pytest.mark.parametrize("bn", [256, 128])
 def test_workspace_sizes(bn):
-    """The slots and counters _args asks for hold every slot and counter index the kernel forms."""
+    """The slots and counters splitk.args asks for hold every slot and counter index the kernel forms."""
     for M, N, K in SHAPES:
         dp, S, grid, T, kt, units = _units(M, N, K, bn, 132)
         split_tiles = T - dp if S > 1 else 0
@@ -107,17 +116,17 @@ def test_workspace_sizes(bn):
 
 def test_splits_where_tiles_do_not_fill_the_gpu():
     # M = 128 tokens against a 4096 x 4096 weight: 16 tiles of 128 x 256 on 132 SMs
-    dp, S, grid = sk.plan(128, 4096, 4096, 256, 132)
+    dp, S, grid = splitk.plan(128, 4096, 4096, 256, 132)
     assert dp == 0 and S > 1 and grid > 16
     # a product with many tiles runs whole tiles in full waves
-    dp, S, grid = sk.plan(4096, 4096, 4096, 256, 132)
+    dp, S, grid = splitk.plan(4096, 4096, 4096, 256, 132)
     assert dp == 512 and S == 1 and grid == 132
-    assert sk.plan(1, 8, 8, 256, 132) == (1, 1, 1)
+    assert splitk.plan(1, 8, 8, 256, 132) == (1, 1, 1)
 
 
 def test_grid_fn():
     v = get_variant(NAMES[0])
-    assert v.grid(128, 4096, 4096, H100) == (sk.plan(128, 4096, 4096, 256, 132)[2], 1, 1)
+    assert v.grid(128, 4096, 4096, H100) == (splitk.plan(128, 4096, 4096, 256, 132)[2], 1, 1)
     assert v.grid(8192, 8192, 8192, Device(90, 114, 232448)) == (114, 1, 1)
 
 
@@ -192,7 +201,7 @@ def test_bcol_maps(fake_encode, fake, name, shape):
     assert (sb.ptr, sb.rows, sb.cols, sb.row_stride, sb.box, sb.swizzle) == (BASE + 2**30, N, K, 2 * K, (64, 64),
                                                                              128)
     assert sa.dtype == sb.dtype == v.dtype_in
-    dp, S, _ = sk.plan(M, N, K, v.tile[1], H100.sms)
+    dp, S, _ = splitk.plan(M, N, K, v.tile[1], H100.sms)
     assert [int(x) for x in args[2:]] == [WORK.partials, WORK.counters, dp, S]
     assert isinstance(args[2], np.uint64) and isinstance(args[4], np.int32)
     assert v.extra_args(A, B, C, M, N, K, work=WORK, dev=H100) is not None and len(fake_encode) == 2  # cached
@@ -214,11 +223,13 @@ def test_bcol_maps_bf16(fake_encode, fake, name):
     M, N, K = 200, 1000, 776
     a, b, c = _operands(fake, M, N, K, b_col=True)
     A, B, C = (describe(x, w, v.name) for x, w in ((a, "A"), (b, "B"), (c, "out")))
-    sa, sb = (m.spec for m in sk._maps_splitk(v, A, B, C, M, N, K))
+    sa, sb = (m.spec for m in tma_args.maps_ab(v, A, B, C, M, N, K))
     assert (sa.rows, sa.cols, sa.row_stride, sa.box) == (M, K, 2 * K, (64, 128))
     assert (sb.ptr, sb.rows, sb.cols, sb.row_stride, sb.box) == (BASE + 2**30, N, K, 2 * K, (64, 64))
     assert sa.dtype == sb.dtype == "bfloat16"
-    assert sk._map_args.maps_fn is sk._maps_splitk  # what the launch's args_fn caches
+    assert v.args_fn is rules.ARGS["splitk"] is splitk.args  # the launch's args_fn: these maps, cached
+    args = v.extra_args(A, B, C, M, N, K, work=WORK, dev=H100)
+    assert [x[1] for x in args[:2]] == [sa, sb]
 
 
 @pytest.mark.parametrize("name", BCOL[:2])

@@ -3,8 +3,7 @@ the kernel template's rules, and the block-swizzle grid covers every tile exactl
 import numpy as np
 import pytest
 
-from cugemm import jit
-from cugemm.families import sgemm_tf32
+from cugemm import grids, jit
 from cugemm.registry import get_variant, variants
 
 N_ = "sgemm_wmma_m16n16k8_mma4x2_warp2x4"
@@ -108,7 +107,7 @@ def test_tf32_record(v):
                                       (128, 128), (256, 256), (640, 640), (4224, 1024)])
 def test_swizzle_stride_rule(N, stride):
     v = get_variant(f"{N_}_stage2_swizzle")  # BN = 128
-    assert sgemm_tf32.swizzle_stride(v, N) == stride
+    assert grids.swizzle_stride(v, N) == stride
 
 
 @pytest.mark.parametrize("v", [v for v in FAMILY if v.param_dict.get("SWIZZLE")], ids=lambda v: v.name)

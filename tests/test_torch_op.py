@@ -13,8 +13,8 @@ try:  # a missing torch, or one whose libraries do not load, skips the file
 except ImportError as e:
     pytest.skip(f"torch is not importable: {e}", allow_module_level=True)
 
-import cugemm  # noqa: E402
 import cugemm.torch_op as top  # noqa: E402
+from cugemm import serve  # noqa: E402
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
 
@@ -245,9 +245,23 @@ def test_from_linear_keeps_attributes():
     assert "in_features=5, out_features=3" in repr(new)
 
 
+def routed_to_op(monkeypatch) -> list:
+    """serve.dispatch (cugemm.matmul's front door, which Linear.forward calls) replaced by a call of the
+    torch op it is handed, as dispatch makes under autograd (a CPU tensor has no cugemm kernel); returns
+    the list of the other arguments of each call."""
+    seen = []
+
+    def dispatch(a, b, out, variant, allow_tf32, verbose, op):
+        seen.append((out, variant, allow_tf32, verbose, op))
+        return op(a, b, allow_tf32=allow_tf32)
+
+    monkeypatch.setattr(serve, "dispatch", dispatch)
+    return seen
+
+
 def test_linear_forward_and_backward(cpu_kernel, monkeypatch):
-    """With cugemm.matmul routed to the operator (as serve.matmul does under autograd)."""
-    monkeypatch.setattr(cugemm, "matmul", lambda a, b, allow_tf32=False: top.matmul(a, b, allow_tf32=allow_tf32))
+    """With cugemm.matmul's dispatch routed to the operator (as it is under autograd)."""
+    seen = routed_to_op(monkeypatch)
     ref = torch.nn.Linear(8, 6)
     lin = top.Linear.from_linear(ref)
     x = torch.randn(2, 3, 8, requires_grad=True)
@@ -261,10 +275,11 @@ def test_linear_forward_and_backward(cpu_kernel, monkeypatch):
     torch.testing.assert_close((gw, gb, gx), (ref.weight.grad, ref.bias.grad, x.grad))
     with torch.no_grad():
         torch.testing.assert_close(lin(x), ref(x))
+    assert len(seen) == 2 and all(s == (None, None, False, False, top.matmul) for s in seen)
 
 
 def test_linear_trainable_bias_only(cpu_kernel, monkeypatch):
-    monkeypatch.setattr(cugemm, "matmul", lambda a, b, allow_tf32=False: top.matmul(a, b, allow_tf32=allow_tf32))
+    routed_to_op(monkeypatch)
     lin = top.Linear(8, 6)
     lin.weight.requires_grad_(False)
     x = torch.randn(4, 5, 8)                      # 3-D: passed as it is (cugemm.matmul folds the rows)

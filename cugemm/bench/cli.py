@@ -114,10 +114,10 @@ def main(argv=None, prog: str = "python -m cugemm bench") -> int:
             import matplotlib  # noqa: F401
         except ImportError:
             return _fail("--plot needs matplotlib (pip install 'cugemm[plot]')")
-    from ..launch import _cuda_device
+    from .. import device
 
     try:
-        _cuda_device()  # the one no-GPU message of every entry point
+        device.current()  # the one no-GPU message of every entry point
     except RuntimeError as e:
         return _fail(str(e).removeprefix("cugemm: "))
     tf32_env = os.environ.get("CUPY_TF32", "0") not in ("", "0")

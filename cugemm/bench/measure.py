@@ -76,8 +76,8 @@ class Row:
 
 LLM_M = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 LLM_NK = ((4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096))
-# linear layers of GPT-2 medium / large and 2.7B-class decoders (N x K weights), for tuning x @ W.T
-# (issue 22): no shape of it is in LINEAR_JUDGE, the set its results are judged on
+# linear layers of GPT-2 medium / large and 2.7B-class decoders (N x K weights), for tuning x @ W.T:
+# no shape of it is in LINEAR_JUDGE, the set its results are judged on
 GPT_M = (1, 8, 16, 32, 128, 256, 512, 1024, 4096, 8192)
 GPT_NK = ((3072, 1024), (1024, 1024), (4096, 1024), (1024, 4096), (3840, 1280), (1280, 1280), (5120, 1280),
           (1280, 5120), (2560, 2560), (10240, 2560))
@@ -103,13 +103,13 @@ SWEEPS = {
     "seed-sgemm": lambda cap: _grid((4096, 8192, 16384), (4096, 8192, 16384), (2048, 4096, 8192)),
     # square products from 256 to 8192
     "square": lambda cap: [(s, s, s) for s in (256, 512, 1024, 2048, 4096, 8192)],
-    # cugemm.matmul's square set (issue 13): 1024 to 8192
+    # cugemm.matmul's square set: 1024 to 8192
     "matmul-square": lambda cap: [(s, s, s) for s in (1024, 2048, 3072, 4096, 6144, 8192)],
     # LLM layers: M tokens against N x K of common hidden sizes (Llama 7B / Mistral projections)
     "llm": lambda cap: [(m, n, k) for n, k in LLM_NK for m in LLM_M],
-    # the LLM layers at the token counts between llm's (x @ W.T tuning, issue 22)
+    # the LLM layers at the token counts between llm's (x @ W.T tuning)
     "llm-mid": lambda cap: [(m, n, k) for n, k in LLM_NK for m in (96, 192, 384, 768, 1536, 2560)],
-    # GPT-2 medium / large and 2.7B-class layers (the x @ W.T tuning set of issue 22)
+    # GPT-2 medium / large and 2.7B-class layers (an x @ W.T tuning set)
     "gpt": lambda cap: [(m, n, k) for n, k in GPT_NK for m in GPT_M],
     # the x @ W.T judge set (scripts/serving_bench.py)
     "linear-judge": lambda cap: list(LINEAR_JUDGE),
@@ -208,7 +208,7 @@ def bench_shape(M: int, N: int, K: int, dtype: str = "f32", pattern: str | None 
     row("cupy.matmul", base_fn, dtype_in, "float32", baseline=True)
     for v in (chosen if chosen is not None else chosen_variants(dtype, pattern)):
         if v == MATMUL:
-            from ..serve import matmul
+            from .. import matmul
 
             tf32 = math_dtype == "tfloat32"
             row(MATMUL, lambda out: matmul(a, b, out=out, allow_tf32=tf32), dtype_in, "float32")

@@ -11,7 +11,7 @@ rules and the alignment its widest global vector access needs.
 """
 from __future__ import annotations
 
-from ..variant import Variant
+from ..variant import Candidate, Variant
 
 F16 = dict(dtype_in="float16", dtype_out="float16", dtype_acc="float16", math="hfma2")
 
@@ -104,7 +104,7 @@ VARIANTS: tuple[Variant, ...] = (
     # ---- FP16 CUDA-core ladder (seeds 002 and 004) -------------------------------------------
     _hgemm_naive("hgemm_naive_f16", BM=16, BN=16,
                  doc="one thread per C element, scalar __hfma from global memory; any shape"),
-    _hgemm_sliced_k("hgemm_sliced_k_f16", BM=32, BN=32, BK=32,
+    _hgemm_sliced_k("hgemm_sliced_k_f16", matmul=Candidate(8.0, "tiles", 17), BM=32, BN=32, BK=32,
                     doc="A and B tiles staged in shared memory, K walked slice by slice; any shape"),
     _hgemm_t8x8("hgemm_t_8x8_sliced_k_f16x4", BM=128, BN=128, BK=8, TM=8, TN=8, PACK=False,
                 doc="8x8 C elements per thread, 4-half vector loads, scalar __hfma (unpack)"),

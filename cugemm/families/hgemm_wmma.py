@@ -10,24 +10,18 @@ Names follow the notes; `_offset` = shared rows padded by 8 halves (conflict-fre
 `_f16acc` = fp16 accumulation as in the notes (dtype_acc float16), `_stageS` = S pipeline stages,
 `_swizzle` = block swizzle for L2 reuse.
 
-Measured on an H200 (2026-11-22, bench.py --dtype f16, % of cupy.matmul timed in the same run):
-hgemm_wmma_fast (m16n16k16_mma2x4_warp4x4x4_stage3, 128x256x64) 327 TFLOP/s = 50% at
-4096x4096x1024, 387 = 50% at 4096^3; m16n16k16_mma2x4_warp4x4x2_stage4 406 = 52% at 4096^3; the
-notes' best rung (mma4x2_warp2x4x2_rbuf_async_dbuf_offset) 255 = 39% at 4096x4096x1024.
+What each rung measured: docs/hgemm_wmma.md.
 """
 from __future__ import annotations
 
-from ..arch import archs_for_smem
 from ..variant import Variant
 
 PAD_OFFSET = 8  # halves: makes the A and B shared row strides odd multiples of 16 bytes
 
 
-def _common(name, *, f16acc, seed, doc, smem_dynamic=0, **kw):
+def _common(name, *, f16acc, seed, doc, **kw):
     return dict(name=name, family="hgemm_wmma", dtype_in="float16", dtype_out="float16",
-                dtype_acc="float16" if f16acc else "float32", math="wmma", align=16,
-                archs=archs_for_smem(smem_dynamic), smem_dynamic=smem_dynamic, seed=seed, doc=doc,
-                **kw)
+                dtype_acc="float16" if f16acc else "float32", math="wmma", align=16, seed=seed, doc=doc, **kw)
 
 
 def _naive(name, *, WM=16, WN=16, WK=16, f16acc=False, doc, **kw):
@@ -83,19 +77,9 @@ def _rbuf(name, *, WM=16, WN=16, WK=16, WARPS_M=4, WARPS_N=2, WTM=2, WTN=4, WTK=
         **_common(name, f16acc=f16acc, seed="002", doc=doc, **kw))
 
 
-def stages_smem_bytes(*, WM, WN, WARPS_M, WARPS_N, WTN, bm, bn, bk, STAGES, PAD, f16acc) -> int:
-    """Dynamic shared memory of hgemm_wmma_stages (mirrors hgemm_wmma_stages_smem_bytes in 06_stages.cu):
-    STAGES A and B tiles with padded rows, or the fp32 epilogue's per-warp scratch strips if larger."""
-    pipe = STAGES * (bm * (bk + PAD) + bk * (bn + PAD)) * 2
-    epi = 0 if f16acc else WARPS_M * WARPS_N * WM * (WTN * WN + 4) * 4
-    return max(pipe, epi)
-
-
 def _stages(name, *, WM=16, WN=16, WK=16, WARPS_M, WARPS_N, WTM, WTN, WTK, STAGES, PAD=PAD_OFFSET,
             SWIZZLE=0, f16acc=False, doc, **kw):
     bm, bn, bk = _tiles(WM, WN, WK, WARPS_M, WARPS_N, WTM, WTN, WTK)
-    smem = stages_smem_bytes(WM=WM, WN=WN, WARPS_M=WARPS_M, WARPS_N=WARPS_N, WTN=WTN, bm=bm, bn=bn,
-                             bk=bk, STAGES=STAGES, PAD=PAD, f16acc=f16acc)
     return Variant(
         source="hgemm_wmma/06_stages.cu", template="hgemm_wmma_stages",
         params=(("WMMA_M", WM), ("WMMA_N", WN), ("WMMA_K", WK), ("WARPS_M", WARPS_M),
@@ -103,7 +87,7 @@ def _stages(name, *, WM=16, WN=16, WK=16, WARPS_M, WARPS_N, WTM, WTN, WTK, STAGE
                 ("WARP_TILE_K", WTK), ("STAGES", STAGES), ("PAD", PAD), ("SWIZZLE", SWIZZLE),
                 ("F16ACC", f16acc)),
         tile=(bm, bn, bk), block=(32 * WARPS_M * WARPS_N, 1, 1), multiple_of=(bm, bn, bk),
-        **_common(name, f16acc=f16acc, seed="cugemm", doc=doc, smem_dynamic=smem, **kw))
+        **_common(name, f16acc=f16acc, seed="cugemm", doc=doc, **kw))
 
 
 _W = "hgemm_wmma_m16n16k16_"

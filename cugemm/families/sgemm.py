@@ -5,7 +5,7 @@ full Variant: template arguments in the kernel's parameter order, block shape, s
 """
 from __future__ import annotations
 
-from ..variant import Variant
+from ..variant import Candidate, Variant
 
 F32 = dict(dtype_in="float32", dtype_out="float32", dtype_acc="float32", math="ffma")
 
@@ -62,7 +62,7 @@ VARIANTS: tuple[Variant, ...] = (
     # ---- FP32 CUDA-core ladder (seeds 000 and 003) -------------------------------------------
     _sgemm_naive("sgemm_naive_f32", BM=16, BN=16,
                  doc="one thread per C element, operands straight from global memory; any shape"),
-    _sgemm_sliced_k("sgemm_sliced_k_f32", BM=32, BN=32, BK=32,
+    _sgemm_sliced_k("sgemm_sliced_k_f32", matmul=Candidate(5.0, "tiles", 8), BM=32, BN=32, BK=32,
                     doc="A and B tiles staged in shared memory, K walked slice by slice; any shape"),
     _sgemm_thread_tile("sgemm_t_8x8_sliced_k_f32x4", _T8, BM=128, BN=128, BK=8, TM=8, TN=8,
                        doc="8x8 C elements per thread (register tiling), float4 global loads"),
@@ -75,12 +75,14 @@ VARIANTS: tuple[Variant, ...] = (
     _sgemm_thread_tile("sgemm_t_8x8_sliced_k_f32x4_bcf_dbuf_offset", _DBUF, BM=128, BN=128, BK=8, TM=8,
                        TN=8, PAD=4, doc="dbuf with smem rows padded by 4 floats"),
     _sgemm_thread_tile("sgemm_t_8x4_sliced_k16_f32x4_bcf_dbuf", _DBUF, BM=128, BN=64, BK=16, TM=8, TN=4,
+                       matmul=Candidate(42.0, "tiles", 5),
                        PAD=0, doc="dbuf, K slice 16, 8x4 thread tile"),
     _sgemm_thread_tile("sgemm_t_8x8_sliced_k16_f32x4_bcf_dbuf", _DBUF, BM=128, BN=128, BK=16, TM=8, TN=8,
                        PAD=0, doc="dbuf, K slice 16, 8x8 thread tile"),
     _sgemm_thread_tile("sgemm_t_8x16_sliced_k16_f32x4_bcf_dbuf", _DBUF, BM=128, BN=128, BK=16, TM=8,
                        TN=16, PAD=0, doc="dbuf, K slice 16, 8x16 thread tile (128 threads)"),
     _sgemm_thread_tile("sgemm_t_8x4_sliced_k16_f32x4_bcf_dbuf_async", _ASYNC, BM=128, BN=64, BK=16, TM=8,
+                       matmul=Candidate(42.0, "tiles", 6),
                        TN=4, PAD=0, seed="003", doc="k16 t8x4 dbuf with cp.async global->smem copies"),
     _sgemm_thread_tile("sgemm_t_8x8_sliced_k16_f32x4_bcf_dbuf_async", _ASYNC, BM=128, BN=128, BK=16, TM=8,
                        TN=8, PAD=0, seed="003", doc="k16 t8x8 dbuf with cp.async global->smem copies"),
@@ -92,9 +94,11 @@ VARIANTS: tuple[Variant, ...] = (
                      WARPS_N=4, TM=8, TN=8, EDGE=False,
                      doc="warp tiles of 64x32, register-double-buffered fragments, 2 blocks/SM"),
     _sgemm_warp_tile("sgemm_t_8x8_warp2x4_sliced_k16_f32x4_dbuf", BM=128, BN=128, BK=16, WARPS_M=2,
+                     matmul=Candidate(47.0, "tiles", 4),
                      WARPS_N=4, TM=8, TN=8, EDGE=False,
                      doc="warp tiling with a K slice of 16: half the barriers"),
     _sgemm_warp_tile("sgemm_t_8x16_warp2x4_sliced_k8_f32x4_dbuf", BM=128, BN=256, BK=8, WARPS_M=2,
+                     matmul=Candidate(50.0, "tiles", 3),
                      WARPS_N=4, TM=8, TN=16, EDGE=False, aliases=("sgemm_warp_tile",),
                      doc="warp tiling, 128x256 block, 8x16 per thread, 1 block/SM"),
     _sgemm_warp_tile("sgemm_t_16x8_warp4x2_sliced_k8_f32x4_dbuf", BM=256, BN=128, BK=8, WARPS_M=4,
@@ -104,6 +108,7 @@ VARIANTS: tuple[Variant, ...] = (
                      WARPS_N=4, TM=8, TN=8, EDGE=True,
                      doc="warp tiling for any M, N, K: guarded scalar loads and stores at the edges"),
     _sgemm_warp_tile("sgemm_t_8x8_warp2x4_sliced_k16_f32_dbuf_edge", BM=128, BN=128, BK=16, WARPS_M=2,
+                     matmul=Candidate(40.0, "tiles", 7),
                      WARPS_N=4, TM=8, TN=8, EDGE=True, aliases=("sgemm_any_shape",),
                      doc="any-shape warp tiling with a K slice of 16"),
 )

@@ -1,0 +1,59 @@
+"""Grids of the kernels that size or remap theirs (the grid rules of cugemm/rules.py), and the block
+swizzle argument that goes with the TF32 ladder's remapped grid.
+
+A grid function takes (variant, M, N, K, device record) and returns (x, y, z); the variant's cluster
+shape is applied by Variant.grid (whole clusters).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import device
+from .ints import cdiv
+
+_GRIDS: dict = {}
+
+
+def persistent_grid(v, M, N, K, dev):
+    """One block per SM (whole clusters), or fewer when there are fewer tiles; clusters run along M,
+    or along N for the kernels with a CLUSTER_N parameter and the 64-row rung with ALONG_M false."""
+    sms = (dev or device.get()).sms
+    key = (v.name, v.tile, v.cluster, M, N, sms)
+    g = _GRIDS.get(key)
+    if g is None:
+        c = v.cluster[0]
+        tm, tn = cdiv(M, v.tile[0]), cdiv(N, v.tile[1])
+        along_n = "CLUSTER_N" in v.param_dict or v.param_dict.get("ALONG_M") is False
+        clusters = cdiv(tn, c) * tm if along_n else cdiv(tm, c) * tn
+        g = (max(c, min(clusters, sms // c) * c), 1, 1)
+        if len(_GRIDS) > 4096:
+            _GRIDS.clear()
+        _GRIDS[key] = g
+    return g
+
+
+def swizzle_stride(v, N: int) -> int:
+    """The block-swizzle stride for an N-column C: N/4 rounded down to a multiple of 256, or the whole
+    width (one band, no swizzle) when that is under 256. Always a multiple of BN."""
+    bn = v.tile[1]
+    stride = (N // 4) // 256 * 256
+    if stride < 256 or stride % bn:
+        stride = cdiv(N, bn) * bn
+    return stride
+
+
+def swizzle_grid(v, M: int, N: int, K: int, dev) -> tuple:
+    """Bands of swizzle_stride columns stacked in z."""
+    bm, bn = v.tile[0], v.tile[1]
+    stride = swizzle_stride(v, N)
+    return (stride // bn, cdiv(M, bm), cdiv(N, stride))
+
+
+def swizzle_args(v, A, B, C, M: int, N: int, K: int, raw: bool = False) -> tuple:
+    """The kernel's swizzle_stride argument."""
+    return (np.int32(swizzle_stride(v, N)),)
+
+
+def no_swizzle_args(v, A, B, C, M: int, N: int, K: int, raw: bool = False) -> tuple:
+    """The swizzle_stride argument of a kernel compiled without SWIZZLE (ignored there)."""
+    return (np.int32(0),)

@@ -1,0 +1,137 @@
+"""Kernel arguments of the TMA kernels: their tensor maps, built from the operands and cached per
+launch signature (the argument rules `tma_*` of cugemm/rules.py).
+
+Each `maps_*` function returns the TensorMaps (cugemm/tma.py) a kernel takes after (a, b, c, M, N,
+K), in its parameter order; `cached_args(maps_fn)` makes the args_fn the launcher calls, which
+remembers the maps of each (variant, operands, shape): one dictionary look-up per launch in steady
+state. A 'col' operand's map describes its memory as stored (the K x M memory of a.T, the N x K
+memory of W for B = W.T).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from . import tma
+
+BK = 64  # the K extent of every 16-bit TMA kernel's box (one 128-byte swizzle row)
+_ARGS: OrderedDict = OrderedDict()
+MAX_ARGS_CACHED = 256
+
+
+def cached_args(maps_fn):
+    """An args_fn that remembers the tensor maps of each (variant, operands, shape). The entries
+    hold the TensorMap objects themselves, so the host bytes each CPointer argument points at stay
+    alive while the entry does. raw=True: the TensorMaps themselves (a raw driver launch passes
+    their host bytes by address)."""
+
+    def args_fn(v, A, B, C, M, N, K, raw=False):
+        key = (v.name, A.ptr, B.ptr, C.ptr, M, N, K, A.strides, B.strides, C.strides)
+        hit = _ARGS.get(key)
+        if hit is None:
+            maps = maps_fn(v, A, B, C, M, N, K)  # TensorMaps (and plain scalars, passed as they are)
+            hit = _ARGS[key] = (maps, tuple(getattr(m, "arg", m) for m in maps))
+            while len(_ARGS) > MAX_ARGS_CACHED:
+                _ARGS.popitem(last=False)
+        return hit[1] if not raw else hit[0]
+
+    args_fn.maps_fn = maps_fn
+    return args_fn
+
+
+def clear_args_cache() -> None:
+    """Forget the tensor maps cached_args remembers (tests that fake the encoder use it)."""
+    _ARGS.clear()
+
+
+def row_stride(op, cols: int, itemsize: int, layout: str = "row") -> int:
+    """Bytes between the rows of `op` as it lies in memory: strides[0] for a 'row' operand,
+    strides[1] for a 'col' one (whose memory rows are its columns). A matrix of one memory row may
+    report any stride: use the dense one, rounded up to the 16 bytes TMA asks even of a stride it
+    never uses."""
+    axis = 0 if layout == "row" else 1
+    return int(op.strides[axis]) if op.shape[axis] > 1 else -(-cols * itemsize // 16) * 16
+
+
+def map_a(v, A, M, K, box_rows: int):
+    """A (M x K, row-major) in boxes {64 k, box_rows rows}, 128-byte swizzled."""
+    return tma.tensor_map_2d(A.ptr, v.dtype_in, M, K, row_stride(A, K, v.dt_in.itemsize), (BK, box_rows))
+
+
+def map_b(v, B, K, N, box_n: int = 64):
+    """B in boxes of 64 k: row-major (K x N memory, boxes {box_n columns, 64 k}) or, for a 'col' B
+    (W.T of an N x K weight), W's N x K memory in boxes {64 k, box_n n}; 128-byte swizzled."""
+    dt, size = v.dtype_in, v.dt_in.itemsize
+    if v.b_layout == "col":
+        return tma.tensor_map_2d(B.ptr, dt, N, K, row_stride(B, K, size, "col"), (BK, box_n))
+    return tma.tensor_map_2d(B.ptr, dt, K, N, row_stride(B, N, size), (box_n, BK))
+
+
+def map_c(v, C, M, N, box):
+    """C (M x N, row-major) in boxes `box` (columns, rows), 128-byte swizzled."""
+    return tma.tensor_map_2d(C.ptr, v.dtype_out, M, N, row_stride(C, N, v.dt_out.itemsize), box)
+
+
+def maps_ab(v, A, B, C, M, N, K):
+    """A in boxes {64 k, BM rows}, B in boxes {64, 64} (either layout): the wgmma rungs 2-4, the
+    split-K rung and the mma.sync TMA rung."""
+    return map_a(v, A, M, K, v.tile[0]), map_b(v, B, K, N)
+
+
+def maps_abc16(v, A, B, C, M, N, K):
+    """maps_ab and C in boxes {64 columns, 16 rows} (the mma.sync persistent rung's staging box)."""
+    return maps_ab(v, A, B, C, M, N, K) + (map_c(v, C, M, N, (64, 16)),)
+
+
+def maps_persistent(v, A, B, C, M, N, K):
+    """The wgmma persistent rungs and their forms: A (box {64 k, 128 rows}; 'col': box {64 m, 64 k}
+    of the K x M memory), B (map_b), then C (box {64, 64}, what a consumer's staging box holds) or,
+    for ANY_C, C's row stride in elements."""
+    size = v.dt_in.itemsize
+    if v.a_layout == "col":
+        ma = tma.tensor_map_2d(A.ptr, v.dtype_in, K, M, row_stride(A, M, size, "col"), (64, BK))
+    else:
+        ma = map_a(v, A, M, K, v.tile[0])
+    mb = map_b(v, B, K, N)
+    if v.param_dict.get("ANY_C"):
+        osize = v.dt_out.itemsize
+        return ma, mb, np.int32(row_stride(C, N, osize) // osize if M > 1 else N)
+    return ma, mb, map_c(v, C, M, N, (64, 64))
+
+
+def maps_bt(v, A, B, C, M, N, K):
+    """The swapped-roles rung: A in boxes {64 k, 256 / CLUSTER_N rows} (a cluster's blocks copy one
+    part each), B and C in boxes {64, 64}."""
+    return map_a(v, A, M, K, 256 // v.cluster[0]), map_b(v, B, K, N), map_c(v, C, M, N, (64, 64))
+
+
+def maps_tf32(v, A, B, C, M, N, K):
+    """TF32: float32 A (box {32 k, 256 / CLUSTER_N rows}) and B (box {32 columns, 32 k}) loaded as
+    TFLOAT32 (the copy engine rounds to TF32), 128-byte swizzled."""
+    cn = v.cluster[0]
+    ma = tma.tensor_map_2d(A.ptr, "tfloat32", M, K, row_stride(A, K, 4), (32, 256 // cn))
+    mb = tma.tensor_map_2d(B.ptr, "tfloat32", K, N, row_stride(B, N, 4), (32, 32))
+    return ma, mb
+
+
+def maps_small_m(v, A, B, C, M, N, K):
+    """The 64-row rung: A in boxes {64 k, 64 rows} (M rounded up to 8 rows when M < 64; 32 rows with
+    clusters along N, whose blocks copy one part each), 128-byte swizzled; B in panels of 64 columns
+    (128-byte swizzle) or, where the tile width is not a multiple of 64, 32 columns (64-byte
+    swizzle), boxes of 64 k rows (32 with clusters along M). A 'col' B: W's N x K memory, K-major
+    panels of the same 64 or 32 n rows, boxes {64 k, panel n rows} (half the rows with clusters
+    along M), 128-byte swizzled whatever the panel."""
+    dt, size = v.dtype_in, v.dt_in.itemsize
+    p = v.param_dict
+    shared = p["CLUSTER"]  # blocks sharing the multicast operand
+    a_rows = min(64, -(-M // 8) * 8) if p["ALONG_M"] or shared == 1 else 64 // shared
+    panel = 64 if p["BN"] % 64 == 0 else 32
+    ma = map_a(v, A, M, K, a_rows)
+    if v.b_layout == "col":
+        n_rows = panel // shared if p["ALONG_M"] else panel
+        mb = tma.tensor_map_2d(B.ptr, dt, N, K, row_stride(B, K, size, "col"), (BK, n_rows), swizzle=128)
+    else:
+        b_rows = BK // shared if p["ALONG_M"] else BK
+        mb = tma.tensor_map_2d(B.ptr, dt, K, N, row_stride(B, N, size), (panel, b_rows), swizzle=2 * panel)
+    return ma, mb

@@ -1,0 +1,107 @@
+"""The tuner: time the plans cugemm.matmul could run for given shapes on this GPU and record them
+in the tuning cache or a shipped table (cugemm/tuning.py holds both and their format).
+
+    cugemm.tune([(4096, 4096, 1024)], "f16")          # python -m cugemm tune --shapes 4096x4096x1024
+"""
+from __future__ import annotations
+
+from . import device as _device
+from . import dtypes, operand, select, tuning
+from .version import __version__
+
+TUNE_PLANS, TUNE_SPREAD = 6, 5.0  # plans timed per shape, and how far behind the best they may be
+
+
+def random_operands(dtype, M: int, N: int, K: int, a_layout: str = "row", b_layout: str = "row"):
+    """Fresh random (A, B) of `dtype` for tune and the tests: A M x K and B K x N, each row-major or
+    a transposed view of a row-major array ('col')."""
+    import cupy
+
+    from . import testing
+
+    a, b = testing.random_operands(dtype, M, N, K)
+    if a_layout == "col":
+        a = cupy.ascontiguousarray(a.T).T
+    if b_layout == "col":
+        b = cupy.ascontiguousarray(b.T).T
+    return a, b
+
+
+def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = False, variants=None,
+         path=None, ship: bool = False, iters: int = 20, log=None) -> list[dict]:
+    """Time every plan matmul could run for each (M, N, K) in `shapes` on this GPU and record the
+    times in the tuning cache (tuning.cache_path(), or `path`), which matmul reads from then on.
+
+    dtype     'float16' / 'f16', 'bfloat16', 'float32' (with allow_tf32 the TF32 variants too)
+    layouts   (A, B): 'row' or 'col' (transposed views), the operands' layout class to tune
+    variants  names or a glob to limit the candidates (default: matmul's candidates)
+    ship      write a shipped table (cugemm/tables/<model>.json for this GPU, or `path`) instead
+    Each plan's result is checked against the float64 reference before it is timed; a wrong one
+    is reported and not recorded. Every plan is timed alternating with cupy.matmul on the same
+    operands (the bench's Timer.measure_pair). Returns one dict per (shape, variant) with the
+    times in microseconds and the ratio to cupy.matmul.
+    """
+    import cupy
+
+    from . import accuracy, serve, testing
+    from .bench.timing import Timer
+
+    dt = dtypes.get(dtype)  # the inputs first: a wrong one is named before any GPU check
+    if dt.name == "tfloat32":
+        dt, allow_tf32 = dtypes.FLOAT32, True
+    dev_id = _device.current()
+    device = _device.get(dev_id)
+    timer = Timer(warmup=2, iters=iters, budget_s=0.25)
+    rows, entries = [], {}
+    for M, N, K in shapes:
+        a, b = random_operands(dt.name, M, N, K, *layouts)
+        out = testing.poisoned((M, N), dt.name)
+        ref = accuracy.reference(a, b)
+        A, B, C = (operand.describe(x, w, 'cugemm.tune') for x, w in ((a, 'A'), (b, 'B'), (out, 'out')))
+        p = serve.problem_of(A, B, C, allow_tf32, dev_id)
+        choice = select.select(p, None, variants)
+        # plans the model puts far behind its best are not timed (at most TUNE_PLANS, within
+        # TUNE_SPREAD of the best modelled time), unless the candidates were named
+        best = choice.ranked[0].est_us if choice.ranked else 0.0
+        todo = choice.ranked if variants is not None else \
+            [q for q in choice.ranked if q.est_us <= TUNE_SPREAD * best][:TUNE_PLANS]
+        rec = {"shape": [M, N, K], "us": {}}
+        for plan in todo:
+            name = plan.variant.name
+            row = {"M": M, "N": N, "K": K, "dtype": dt.name, "variant": name, "plan": plan.describe()}
+            try:
+                out = testing.poisoned((M, N), dt.name)
+                serve.execute(plan, a, b, out)
+                err = accuracy.rel_error(out, ref)
+                math_dt = plan.variant.math_dtype
+                if not accuracy.within(err, math_dt, plan.variant.dtype_acc):
+                    row.update(status="FAIL", rel_err=err)
+                    rows.append(row)
+                    continue
+                base_out = cupy.empty((M, N), dtype=a.dtype)
+                t, tb = timer.measure_pair(lambda: serve.execute(plan, a, b, out),
+                                           lambda: cupy.matmul(a, b, out=base_out))
+            except Exception as e:  # a plan that cannot run here is reported, not recorded
+                row.update(status="error", detail=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+                rows.append(row)
+                continue
+            us, base_us = 1e3 * t["median"], 1e3 * tb["median"]
+            rec["us"][name] = us
+            rec["baseline_us"] = min(base_us, rec.get("baseline_us", base_us))
+            row.update(status="ok", us=us, baseline_us=base_us, pct=100.0 * base_us / us, rel_err=err)
+            rows.append(row)
+            if log is not None:
+                log(row)
+        if rec["us"]:
+            entries[tuning.bucket_key(tuning.problem_group(p), M, N, K)] = rec
+    if entries:
+        if ship:
+            target = path or tuning.shipped_path(device.name)
+            if target is None:
+                raise ValueError(f"no shipped table is named for {device.name!r}; pass path=")
+            tuning.merge(target, None, entries)
+        else:
+            key = tuning.gpu_key(device.name, cupy.cuda.runtime.driverGetVersion(), __version__)
+            tuning.merge(path or tuning.cache_path(), key, entries)
+    serve.reload_tuning()
+    return rows
