@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Time the top Hopper rung's issue-13 forms (transposed operands, any C) against cupy.matmul on
+"""Time the top Hopper rung's operand forms (transposed operands, any C) against cupy.matmul on
 the same operands, alternating repetitions (cugemm.bench.timing.Timer.measure_pair), which bench.py
 cannot do: it hands every variant dense row-major operands.
 

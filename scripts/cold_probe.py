@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """One x @ W.T launch each of torch.matmul (cuBLAS) and cugemm.matmul behind the bench's L2 flush, for
-Nsight Compute (the cold-L2 loss of small products, issue 22's note):
+Nsight Compute (the cold-L2 loss of small products):
 
     ncu --profile-from-start off --cache-control none --clock-control none \\
         --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,launch__grid_size,launch__block_size \\

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Where cugemm.matmul's time goes on products that run a copy plan (issue 13's odd shapes).
+"""Where cugemm.matmul's time goes on products that run a copy plan (odd shapes).
 
 For each shape MxNxK (dense row-major random operands), one block of lines:
   plan          the chosen variant and its copies
   cupy / matmul cupy.matmul and cugemm.matmul, one call between CUDA events (median), and the ratio
-                matmul / cupy (the issue's target: at most 1/3 of cupy.matmul's time)
+                matmul / cupy (the target: at most 1/3 of cupy.matmul's time)
   copy          the plan's copies alone: the one relayout launch (events), and the bytes it moves
                 (sources read + copies written) over that time
   kernel        the GEMM kernel alone on copies made beforehand (events)

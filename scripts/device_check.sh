@@ -8,15 +8,17 @@
 #   repeat    the f32 bench again (agreement within the reported spread)
 #   peak      TF32 tensor-core instruction ceilings beside cupy.matmul TF32 (scripts/tc_peak.py)
 #   matmul    cugemm.matmul: its GPU tests (240+ random shapes), then `bench --variants matmul` over
-#             the issue-13 sets (MATMUL_SETS, default matmul-square llm odd skinny) in f16 and bf16
+#             the matmul sets (MATMUL_SETS, default matmul-square llm odd skinny) in f16 and bf16
 #             and matmul-square in f32, JSON to results/matmul_<dtype>_<set>.json
-#   mma       issue 11: the GPU tests of the mma.sync family (MMA_TESTS, a pytest -k expression), then
+#   mma       the GPU tests of the mma.sync family (MMA_TESTS, a pytest -k expression), then
 #             its top rungs (MMA_VARIANTS) beside cupy.matmul at 4096x4096x1024, 4096^3 and 8192^3
 #             in f16 and bf16, JSON to results/mma_<dtype>.json
-#   serving   issue 22: the torch/serving GPU tests (test_gpu_torch, test_gpu_serve, test_gpu_matmul,
+#   serving   the torch/serving GPU tests (test_gpu_torch, test_gpu_serve, test_gpu_matmul,
 #             those present), scripts/serving_bench.py (host time per call vs torch.matmul, kernel-time
 #             ratios over the judge shapes) and scripts/torch_model_bench.py if present; JSON to
 #             results/serving.json and results/torch_model.json. Not in the default list: name it
+#   ab        changed kernels timed against their old source in one process, alternating
+#             (scripts/ab_kernels.py; AB_OLD: an earlier kernels/ tree, AB_VARIANTS: a glob). Name it
 #   tune      python -m cugemm tune over the same sets, written as the shipped table
 #             ($OUT/h100.json: copy it to cugemm/tables/ to ship it)
 # Usage (repo root, on the device): bash scripts/device_check.sh [phase ...]
@@ -123,6 +125,12 @@ for key, r in b.items():
 print(f"repeat: {agree}/{total} rows agree within the reported spread")
 PY
 fi
+if has ab; then
+  step "changed kernels against their old source (alternating, one process)"
+  python3 scripts/ab_kernels.py --old "${AB_OLD:-build/old/kernels}" "${AB_VARIANTS:-*anyc*}" 2>&1 | tee "$out/ab.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+
 if has tune; then
   step "tune: matmul's candidates on this GPU -> shipped table"
   table=$dest/$(python3 -c "import cugemm.tuning as t, cupy; print(t.shipped_path(cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()).name)")
@@ -151,7 +159,7 @@ if has matmul; then
 fi
 
 if has mma; then
-  step "the mma.sync family: GPU tests, then the issue-11 shapes"
+  step "the mma.sync family: GPU tests, then its shapes"
   python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py tests/test_registry_hgemm_mma.py tests/test_registry_hgemm_wgmma.py \
     -k "${MMA_TESTS:-gemm_mma}" > "$out/pytest_mma.txt" 2>&1
   [ $? -eq 0 ] || status=1
@@ -174,7 +182,7 @@ PY
 fi
 
 if has serving; then
-  step "serving (issue 22): GPU tests, serving bench, model bench"
+  step "serving: GPU tests, serving bench, model bench"
   files=()
   for f in tests/test_gpu_torch.py tests/test_gpu_serve.py tests/test_gpu_matmul.py; do
     [ -f "$f" ] && files+=("$f")

@@ -1,5 +1,5 @@
 """Summarise a `bench --variants matmul` JSON: cugemm.matmul's ratio to cupy.matmul per shape and
-the geometric mean (the figure issue 13's targets are stated in).
+the geometric mean (the figure matmul's targets are stated in).
 
     python scripts/matmul_summary.py results/matmul_f16_llm.json [...]
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the torch serving path costs, piece by piece, on the device (issue 22's first probe).
+"""What the torch serving path costs, piece by piece, on the device (the first probe of the torch front door).
 
     python3 scripts/serving_probe.py [--shapes judge|MxNxK,...] [--dtypes f16,bf16]
 

@@ -45,7 +45,7 @@ def _cases(n=240, seed=13):
             kind = "vector"
         out.append((i, DTYPES[i % 4], LAYOUTS[(i // 4) % len(LAYOUTS)], kind, M, N, K,
                     "torch" if i % 6 == 1 else "cupy", i % 2 == 0))
-    # the shapes the issue names, besides the random ones
+    # named odd and skinny shapes, besides the random ones
     out += [(1000, "float16", "row,row", "2d", 4095, 4097, 1023, "cupy", True),
             (1001, "bfloat16", "row,col", "2d", 16, 8192, 8192, "torch", False),
             (1002, "float16", "row,col", "2d", 1, 4096, 11008, "cupy", True),
@@ -315,7 +315,7 @@ def test_single_relayout_matches_cupy():
     _check_copy(x, relayout.relayout_cupy(x, "col", 784, (777, 1004)), "col", 784, (777, 1004))
 
 
-def test_copy_plan_of_the_issue_shape_is_one_launch_and_exact():
+def test_copy_plan_of_an_odd_shape_is_one_launch_and_exact():
     """4095x4097x1023 fp16 through matmul: both operands copied by the kernel in one launch, and the
     product (first call, then the planned path with the cached copy stage) bit for bit what the
     chosen kernel gives on copies the user padded himself with CuPy."""

@@ -1,4 +1,4 @@
-"""GPU correctness of the top Hopper rung's issue-13 forms (cugemm/families/hgemm_wgmma.py): every
+"""GPU correctness of the top Hopper rung's operand forms (cugemm/families/hgemm_wgmma.py): every
 operand layout read without a copy (A column-major, B column-major, both; B column-major also with
 rung 7's 128x64, 128x128 and 128x192 tiles), any M, N, K with padded
 leading dimensions (the padding poisoned with NaN: TMA must not read it), and the ANY_C epilogue

@@ -9,7 +9,7 @@ import cugemm
 from cugemm import jit
 from cugemm.registry import build_index, get_variant, variants
 
-# The FP32 ladder the foundation issue asks for, by the notes' names.
+# The FP32 ladder, by the notes' names.
 SGEMM_LADDER = [
     "sgemm_naive_f32", "sgemm_sliced_k_f32", "sgemm_t_8x8_sliced_k_f32x4",
     "sgemm_t_8x8_sliced_k_f32x4_bcf", "sgemm_t_8x8_sliced_k_f32x4_bcf_offset",

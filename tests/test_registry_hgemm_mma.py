@@ -1,7 +1,7 @@
-"""The mma.sync HGEMM family (issue 11): the ladder is registered in order, every record agrees with
+"""The mma.sync HGEMM family: the ladder is registered in order, every record agrees with
 its kernel template (tile, block, shared memory, the rung flags its name spells), the bf16 siblings
 mirror fp16 rungs, the any-shape rungs state the 16-byte row rule; the fast rungs' SASS is what the
-family claims (HMMA.16816, ldmatrix, no local memory). GPU: the any-shape rungs on the issue's odd
+family claims (HMMA.16816, ldmatrix, no local memory). GPU: the any-shape rungs on odd
 shapes, NaN-poisoned, inside NaN guard zones."""
 import re
 
@@ -198,7 +198,7 @@ def test_sass_is_mma_sync_with_ldmatrix(name, arch):
         assert any(o.startswith("UTMASTG") for o in ops)
 
 
-# ---- GPU: the any-shape rungs on the issue's shapes ------------------------------------------------
+# ---- GPU: the any-shape rungs on odd shapes --------------------------------------------------------
 # small ones (also what compute-sanitizer runs: pytest -m gpu -k small), then large ones
 SMALL = [(1, 8, 8), (17, 24, 8), (1, 8, 4104), (130, 264, 24), (129, 520, 72), (255, 8, 136)]
 LARGE = [(4095, 4096, 1016), (127, 8, 4096), (4095, 4104, 1024), (1000, 2056, 2048)]

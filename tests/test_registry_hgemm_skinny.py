@@ -1,4 +1,4 @@
-"""The skinny-product family (issue 13, item 5), without a GPU: every record agrees with its kernel
+"""The skinny-product family, without a GPU: every record agrees with its kernel
 template (tile, block, shared memory, layout, the M bound its name spells), the bf16 siblings
 mirror fp16 variants, the shape rule (M <= max_m, N % 8, K % 8) is the one stated, the launcher
 takes a column-major B (x @ W.T) for the _bcol variants and refuses it for the others, and the

@@ -1,4 +1,4 @@
-"""The Hopper wgmma family (issue 12): the ladder is registered in order with the record fields its
+"""The Hopper wgmma family: the ladder is registered in order with the record fields its
 kernels need, the top rungs really are Hopper kernels (the SASS of their NVRTC cubins holds HGMMA
 and UTMALDG: a silent fallback to another instruction cannot pass), the persistent grids fit the
 GPU, and TMA arguments are refused before launch when TMA cannot describe the operands. No GPU
@@ -141,7 +141,7 @@ def test_record(v):
         assert ("_acol" in v.name) == p["A_COL"] == (v.a_layout == "col")
         assert ("_bcol" in v.name) == p["B_COL"] == (v.b_layout == "col")
         assert v.layout == "row" and v.c_align == (2 if p["ANY_C"] else 16)
-        # the forms of issue 13 (and rung 7 itself) take any shape and leading dimension
+        # the operand forms (and rung 7 itself) take any shape and leading dimension
         assert v.strided == (p["TMA_STORE"] and p["CLUSTER_M"] == 2 or p["ANY_C"])
         # TMA stores write a row's last 16-byte piece whole: their C rows must end on 16 bytes
         assert v.multiple_of == ((1, 1, 1) if p["ANY_C"] else (1, 8, 1) if v.strided else (1, 8, 8))
@@ -287,7 +287,7 @@ def test_top_variants_are_hopper_kernels(name):
         assert "UTMASTG.2D" in sass, "a TMA-store epilogue without UTMASTG"
 
 
-# ---- issue 13: the operand forms' tensor maps, ANY_C's row stride, the launcher's rules ------------
+# ---- the operand forms' tensor maps, ANY_C's row stride, the launcher's rules ------------
 BASE = 0x7F0000000000
 
 
