@@ -23,6 +23,7 @@ def main():
     p.add_argument("--old", required=True, help="an earlier kernels/ tree")
     p.add_argument("--shapes", default="4095x4097x1023,2048x2048x2048,8191x8193x4097")
     p.add_argument("--iters", type=int, default=40)
+    p.add_argument("--define", action="append", default=[], help="-D switch of the new kernels (NAME=VALUE)")
     args = p.parse_args()
     import cupy
 
@@ -30,6 +31,8 @@ def main():
     from cugemm import accuracy, jit, launch, operand, testing
     from cugemm.bench.timing import Timer
 
+    if args.define:
+        jit.set_defines(args.define)
     timer = Timer(warmup=3, iters=args.iters, budget_s=3.0)
     slower = 0
     for v in cugemm.variants(args.pattern):

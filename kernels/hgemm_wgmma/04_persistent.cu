@@ -21,10 +21,11 @@
 //     wgmmas on its first accumulators; with N % BN != 0 those tiles are walked last and serpentine.
 //   ANY_C: a C that TMA cannot store. Each consumer stages its whole 64 x BN slab (BN / 64 boxes in
 //     stage_panel's layout) and goes on to the next tile; warps 1-3 of the producer warpgroup write
-//     it with bounded stores (store_staged_slab). Per slab two mbarriers: STAGED (128 arrivals, one
-//     per consumer thread after its writes; the 96 storing threads wait on parity k & 1 for the
-//     block's k-th tile) and DRAINED (96 arrivals after the reads; the consumer waits on parity
-//     (k - 1) & 1 before restaging it, and not before its first tile).
+//     it with bounded stores (store_staged_slab). Per slab, the named barriers STAGED (consumers
+//     arrive, storers wait) and READ (storers arrive, the consumer sleeps in it before restaging),
+//     and an mbarrier DRAINED (each storing thread arrives after its reads, the consumer waits on
+//     phase k - 1 before writing tile k's slab): the ordering of reads before rewrites racecheck
+//     verifies, where the named barrier alone was reported as hazards; waiting on it alone cost 2%.
 //   PDL (every form): the producer thread waits in griddepcontrol.wait before its first load; no
 //     other role touches global memory before data it loaded.
 // The copy engine zero-fills box parts past M, N or K; boxes wholly past N are not issued (the
@@ -83,6 +84,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
   constexpr int SLAB = PANELS * BOX;                    // ANY_C: a consumer's whole slab, staged
   constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   constexpr int STORING_THREADS = 96, BAR_STORING = 3;  // ANY_C: warps 1-3 of the producer warpgroup
+  // ANY_C's named barriers (ids 1, 2 are the TMA-store epilogue's): slab cw staged, slab cw read
+  constexpr int BAR_STAGED = 4, BAR_READ = 6, BOTH = 128 + STORING_THREADS;
   static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "BN is a wgmma N with a 128-register accumulator at most");
   static_assert(!NARROW_EDGE || BN == 256, "the narrow widths are those of a 256-wide tile's 1-3 live panels");
   static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 blocks; B is split by whole panels");
@@ -94,21 +97,17 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
   char* const sB = smem + Smem::B;
   char* const sC = smem + Smem::EPI;  // TMA_STORE: 2 boxes per consumer warpgroup; ANY_C: a slab
   __shared__ alignas(8) unsigned long long full[STAGES], empty[STAGES];
-  // ANY_C: per consumer slab, STAGED (its 128 threads have written it) and DRAINED (the 96 storing
-  // threads have read it); one element, never used, in the other forms
-  __shared__ alignas(8) unsigned long long slab_bars[ANY_C ? 4 : 1];
-  unsigned long long* const staged = slab_bars;
-  unsigned long long* const drained = slab_bars + 2;
+  // ANY_C: per consumer slab, DRAINED: the 96 storing threads have read it (one element, never used,
+  // in the other forms)
+  __shared__ alignas(8) unsigned long long drained[ANY_C ? 2 : 1];
 
   if (threadIdx.x == 0) {
     tma_prefetch_map(&tmap_a);
     tma_prefetch_map(&tmap_b);
     if constexpr (TMA_STORE) tma_prefetch_map(&c_param);
     if constexpr (ANY_C) {
-      for (int i = 0; i < 2; ++i) {
-        mbarrier_init(&staged[i], 128);
-        mbarrier_init(&drained[i], STORING_THREADS);
-      }
+      mbarrier_init(&drained[0], STORING_THREADS);
+      mbarrier_init(&drained[1], STORING_THREADS);
     }
     // both consumers of every block of the cluster; its fence publishes the slab barriers too
     init_ring_barriers<STAGES>(full, empty, 2 * CLUSTER_M);
@@ -179,21 +178,25 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     } else if (threadIdx.x >= 32) {
       if constexpr (ANY_C) {
         // ---- ANY_C: warps 1-3 write the consumers' staged slabs to C (what TMA does for rung 7) ----
-        // Slab 0's DRAINED arrival comes as soon as it is read, so consumer 0 restages it while slab
-        // 1 is written. Phase k of each barrier is the block's k-th tile.
+        // Each slab's READ arrival comes as soon as that slab is read (so consumer 1 never waits for
+        // slab 0's stores), none after the last tile's; DRAINED's phase k is the block's k-th tile.
         const int w = threadIdx.x / 32 - 1, lane = threadIdx.x & 31;
         // Among these 96 threads only: an aligned barrier tells ptxas the three warps run converged,
         // so the tile walk below stays in uniform registers (without it 176-196 bytes spill at 40).
         named_barrier_sync(BAR_STORING, STORING_THREADS);
+        named_barrier_arrive(BAR_READ, BOTH);  // both slabs start free
+        named_barrier_arrive(BAR_READ + 1, BOTH);
         for (int k = 0, t; (t = walk.nth(k, edge_last)) < walk.count; ++k) {
           const TileCoord tc = cluster_tile(t);
           const int m0 = (tc.row * CLUSTER_M + rank) * BM;
           const int n0 = tc.col * BN;
           const int live = min(PANELS, (N - n0 + 63) / 64);
+          const bool more = walk.nth(k + 1, edge_last) < walk.count;
           for (int cw = 0; cw < 2; ++cw) {
-            mbarrier_wait(&staged[cw], k & 1);  // consumer cw has staged this tile's slab
+            named_barrier_sync(BAR_STAGED + cw, BOTH);  // this tile's slab cw is staged
             store_staged_slab<T, PANELS>(c, c_param, sC + cw * SLAB, m0 + 64 * cw, n0, live, M, N, w, 3, lane);
-            mbarrier_arrive(&drained[cw]);      // this thread has read it: it may be restaged
+            mbarrier_arrive(&drained[cw]);  // this thread's reads of slab cw are done (release)
+            if (more) named_barrier_arrive(BAR_READ + cw, BOTH);  // slab cw may be restaged
           }
         }
       }
@@ -247,12 +250,16 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
         box_flip ^= PANELS & 1;
       } else if constexpr (ANY_C) {
         char* const slab = sC + cw * SLAB;
-        if (k > 0) mbarrier_wait(&drained[cw], (k - 1) & 1);  // the storing warps have read tile k - 1's
+        // Restaging waits until the storing warps have read the last slab: asleep in the READ named
+        // barrier first (cheap), then DRAINED's phase, complete by then, orders their reads before
+        // these writes (acquire), an ordering racecheck verifies.
+        named_barrier_sync(BAR_READ + cw, BOTH);
+        if (k > 0) mbarrier_wait(&drained[cw], (k - 1) & 1);
 #pragma unroll
         for (int p = 0; p < PANELS; ++p) {
           if (p < live) stage_panel<T>(slab + p * BOX, acc, p, w, g, t4);
         }
-        mbarrier_arrive(&staged[cw]);  // this thread's part is written; on to the next tile
+        named_barrier_arrive(BAR_STAGED + cw, BOTH);  // publish it; on to the next tile
       } else {
         store_slab<T>(c, acc, row0 + 16 * w + g, n0 + 2 * t4, M, N);
       }
