@@ -30,7 +30,7 @@
 // Template parameters: WARPS_M x WARPS_N warps, FRAGS_M x FRAGS_N wmma fragments per warp, BK the
 // K-tile depth (a multiple of 8), STAGES (>= 2), A_PAD / B_PAD, SHARED_LD, DSMEM, SWIZZLE, ROUND.
 // Derived: BM = 16 * FRAGS_M * WARPS_M, BN = 16 * FRAGS_N * WARPS_N.
-// Launch: block = (WARPS_M * WARPS_N * 32, 1, 1); shared memory WmmaTf32Smem::BYTES = STAGES * (BM *
+// Launch: block = (WARPS_M * WARPS_N * 32, 1, 1); shared memory (padded_ring.cuh) STAGES * (BM *
 //   (BK + A_PAD) + BK * (BN + B_PAD)) * 4, dynamic when DSMEM (sgemm_wmma_tf32_stages_smem_bytes<...>;
 //   raise the attribute above 48 KB), else static (and the declared dynamic size is 0).
 //   grid, !SWIZZLE: (N / BN, M / BM, 1); swizzle_stride is ignored (pass 0).
@@ -44,28 +44,19 @@
 #include "../lib/move.cuh"
 #include "../lib/pipeline.cuh"
 #include "../lib/raster.cuh"
+#include "padded_ring.cuh"
 #include "tf32.cuh"
 
 // Blocks per SM asked of the register allocator: 2 when the accumulators take at most 64
 // registers a thread (8 fragments of 8 floats), else 1 (up to 255 registers).
 __host__ __device__ constexpr int wmma_tf32_min_blocks(int frags) { return frags <= 8 ? 2 : 1; }
 
-// Shared memory (offsets in floats): the ring of STAGES A tiles (BM x BK, rows of LDA = BK + A_PAD
-// floats) and STAGES B tiles (BK x BN, rows of LDB = BN + B_PAD floats); the epilogue reuses it as
-// per-warp scratch. Dynamic with DSMEM (sgemm_wmma_tf32_stages_smem_bytes is then its BYTES, else 0).
-template <int BM, int BN, int BK, int STAGES, int A_PAD, int B_PAD>
-struct WmmaTf32Smem {
-  static constexpr int LDA = BK + A_PAD, LDB = BN + B_PAD;      // shared row lengths (floats)
-  static constexpr int A_STAGE = BM * LDA, B_STAGE = BK * LDB;  // floats per stage
-  static constexpr int A = 0;                                   // STAGES x [BM][LDA]
-  static constexpr int B = A + STAGES * A_STAGE;                // STAGES x [BK][LDB]
-  static constexpr int FLOATS = B + STAGES * B_STAGE;
-  static constexpr int BYTES = FLOATS * 4;
-};
 template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int A_PAD,
           int B_PAD, bool SHARED_LD, bool DSMEM, bool SWIZZLE, bool ROUND>
 __device__ constexpr int sgemm_wmma_tf32_stages_smem_bytes =
-    DSMEM ? WmmaTf32Smem<16 * FRAGS_M * WARPS_M, 16 * FRAGS_N * WARPS_N, BK, STAGES, A_PAD, B_PAD>::BYTES : 0;
+    DSMEM ? cugemm_tf32::PaddedRingSmem<16 * FRAGS_M * WARPS_M, 16 * FRAGS_N * WARPS_N, BK, STAGES, A_PAD,
+                                        B_PAD>::BYTES
+          : 0;
 
 template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int A_PAD,
           int B_PAD, bool SHARED_LD, bool DSMEM, bool SWIZZLE, bool ROUND>
@@ -79,7 +70,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, wmma_tf32_min_blocks(F
   constexpr int BM = WARPS_M * WM;            // block tile
   constexpr int BN = WARPS_N * WN;
   constexpr int KSTEPS = BK / 8;              // wmma k steps per K-tile
-  using Smem = WmmaTf32Smem<BM, BN, BK, STAGES, A_PAD, B_PAD>;
+  using Smem = cugemm_tf32::PaddedRingSmem<BM, BN, BK, STAGES, A_PAD, B_PAD>;
   constexpr int LDA = Smem::LDA;              // shared row lengths (floats)
   constexpr int LDB = Smem::LDB;
   constexpr int A_STAGE = Smem::A_STAGE;      // floats per stage

@@ -28,7 +28,7 @@
 // ROUND (round the fragments to TF32; without it, `_trunc`, the tensor cores truncate the float32
 // bits and the FSETP + IADD pair per element is gone). Derived: BM = WARPS_M * WM, BN = WARPS_N * WN.
 // Launch: block = (WARPS_M * WARPS_N * 32, 1, 1); dynamic shared memory
-//   sgemm_mma_tf32_stages_smem_bytes<...> (MmaTf32Smem: STAGES * (BM * (BK + A_PAD) + BK * (BN +
+//   sgemm_mma_tf32_stages_smem_bytes<...> (padded_ring.cuh: STAGES * (BM * (BK + A_PAD) + BK * (BN +
 //   B_PAD)) * 4 bytes; raise the attribute above 48 KB); grid as in 01: (N / BN, M / BM, 1), or with
 //   SWIZZLE (swizzle_stride / BN, M / BM, ceil(N / swizzle_stride)) for a swizzle_stride that is a
 //   positive multiple of BN.
@@ -39,21 +39,12 @@
 #include "../lib/move.cuh"
 #include "../lib/pipeline.cuh"
 #include "../lib/raster.cuh"
+#include "padded_ring.cuh"
 
-// Shared memory (offsets in floats): the ring of STAGES A tiles (BM x BK, rows of LDA = BK + A_PAD
-// floats) and STAGES B tiles (BK x BN, rows of LDB = BN + B_PAD floats).
-template <int BM, int BN, int BK, int STAGES, int A_PAD, int B_PAD>
-struct MmaTf32Smem {
-  static constexpr int LDA = BK + A_PAD, LDB = BN + B_PAD;      // shared row lengths (floats)
-  static constexpr int A_STAGE = BM * LDA, B_STAGE = BK * LDB;  // floats per stage
-  static constexpr int A = 0;                                   // STAGES x [BM][LDA]
-  static constexpr int B = A + STAGES * A_STAGE;                // STAGES x [BK][LDB]
-  static constexpr int BYTES = (B + STAGES * B_STAGE) * 4;
-};
 template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int A_PAD,
           int B_PAD, bool SWIZZLE, bool ROUND>
 __device__ constexpr int sgemm_mma_tf32_stages_smem_bytes =
-    MmaTf32Smem<16 * FRAGS_M * WARPS_M, 8 * FRAGS_N * WARPS_N, BK, STAGES, A_PAD, B_PAD>::BYTES;
+    cugemm_tf32::PaddedRingSmem<16 * FRAGS_M * WARPS_M, 8 * FRAGS_N * WARPS_N, BK, STAGES, A_PAD, B_PAD>::BYTES;
 
 template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int A_PAD,
           int B_PAD, bool SWIZZLE, bool ROUND>
@@ -66,7 +57,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
   constexpr int BM = WARPS_M * WM;            // block tile
   constexpr int BN = WARPS_N * WN;
   constexpr int KSTEPS = BK / 8;              // mma k steps per K-tile
-  using Smem = MmaTf32Smem<BM, BN, BK, STAGES, A_PAD, B_PAD>;
+  using Smem = cugemm_tf32::PaddedRingSmem<BM, BN, BK, STAGES, A_PAD, B_PAD>;
   constexpr int LDA = Smem::LDA;              // shared row lengths (floats)
   constexpr int LDB = Smem::LDB;
   constexpr int A_STAGE = Smem::A_STAGE;      // floats per stage
