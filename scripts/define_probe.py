@@ -13,17 +13,7 @@ default switch, the script is a plain same-process bench of cugemm.matmul on --s
     python scripts/define_probe.py [--define CUGEMM_B_EVICT_FIRST] [--dtype f16] [--shapes 64x4096x4096,...]
                                    [--modes 1,0,1] [--json PATH]
 
-CUGEMM_B_EVICT_FIRST, measured (H100 80GB HBM3, 2026-11-23, fp16, % of cupy.matmul, passes 1 / 0 / 1,
-the L2 flushed before every repetition):
-    1x4096x4096 102.3 / 98.0 / 100.8       16x4096x4096 119.8 / 97.6 / 119.6
-    64x4096x4096 101.4 / 90.5 / 101.5      128x4096x4096 109.7 / 91.0 / 110.0
-    256x4096x4096 104.1 / 94.3 / 103.5     512x4096x4096 107.3 / 92.3 / 108.2
-    64x11008x4096 106.1 / 93.8 / 105.2     256x11008x4096 101.5 / 91.4 / 100.9
-    16x8192x8192 109.8 / 99.1 / 110.0      64x14336x4096 104.4 / 97.0 / 103.9
-    1024x1024x1024 87.2 / 76.6 / 87.9      4096x4096x4096 98.5 / 99.4 / 98.5
-In other passes of the day that compared B tagged with B untagged at 1024 rows and more (2048^3
-to 8192^3, the 1024-8192-row LLM shapes): within about a point either way. 4095x4097x1023:
-291.5 / 296.0 / 292.4 (its A and B copies and its any-C epilogue dominate there).
+What CUGEMM_B_EVICT_FIRST measured: docs/kernels_lib.md.
 """
 import argparse
 import json
