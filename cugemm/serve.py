@@ -177,7 +177,6 @@ def measured(dev_id: int) -> tuning.Measured:
     """The tuning cache and shipped table of device `dev_id` (loaded once)."""
     m = _MEASURED.get(dev_id)
     if m is None:
-
         dev = _device.get(dev_id)
         key = tuning.gpu_key(dev.name, _cupy().cuda.runtime.driverGetVersion(), __version__)
         m = _MEASURED[dev_id] = tuning.Measured(tuning.load_tuned(key), tuning.load_shipped(dev.name))
