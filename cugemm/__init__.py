@@ -22,6 +22,7 @@ from .jit import CompileError, CompileReport, compile_source
 from .launch import run
 from . import serve as _serve
 from .serve import explain
+from . import tuner as _tuner
 from .tuner import tune
 from . import registry as _registry
 from .registry import get_variant, variants
@@ -49,6 +50,9 @@ def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: b
     torch.compile traces the call as the op torch.ops.cugemm.matmul (cugemm/torch_op.py).
     """
     return _serve.dispatch(a, b, out, variant, allow_tf32, verbose, _torch_op)
+
+
+_serve.AUTOTUNE = _tuner.autotune  # CUGEMM_AUTOTUNE=1: a new shape bucket is timed on its first use
 
 
 def _torch_op(a, b, allow_tf32=False):

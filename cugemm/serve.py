@@ -54,6 +54,9 @@ _lock = threading.Lock()
 
 
 TILE_MAX = 256  # the largest tile side of any registered variant (tests/test_big_products.py checks it)
+# With CUGEMM_AUTOTUNE=1, called on a plan-cache miss as AUTOTUNE(problem, device id) before choosing:
+# cugemm.tuner.autotune, which the package registers here (the tuner runs plans through this module).
+AUTOTUNE = None
 
 class CaptureError(RuntimeError):
     """A product cugemm cannot enqueue inside a CUDA-graph capture (raised before enqueueing)."""
@@ -322,6 +325,8 @@ def ready_for(A, B, C, allow_tf32: bool, variant, dev: int, lib, verbose=False) 
             "shapes, strides and alignment) has not run on this device before, and planning it (kernel "
             "compilation and loading, tensor-map encoding) cannot happen inside a CUDA-graph capture; "
             "run it once eagerly before capturing. Nothing was enqueued.")
+    if variant is None and AUTOTUNE is not None and os.environ.get("CUGEMM_AUTOTUNE", "") not in ("", "0"):
+        AUTOTUNE(problem_of(A, B, C, allow_tf32, dev), dev)  # times the bucket's plans once, then reloads
     choice = choose(A, B, C, allow_tf32, variant, dev)
     if _verbose(verbose):
         print(choice, file=sys.stderr)

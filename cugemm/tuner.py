@@ -10,6 +10,7 @@ from . import dtypes, operand, select, tuning
 from .version import __version__
 
 TUNE_PLANS, TUNE_SPREAD = 6, 5.0  # plans timed per shape, and how far behind the best they may be
+AUTOTUNE_PLANS = 12                # plans autotune times for a new bucket (the model ranks small ones poorly)
 
 
 def random_operands(dtype, M: int, N: int, K: int, a_layout: str = "row", b_layout: str = "row"):
@@ -28,13 +29,14 @@ def random_operands(dtype, M: int, N: int, K: int, a_layout: str = "row", b_layo
 
 
 def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = False, variants=None,
-         path=None, ship: bool = False, iters: int = 20, log=None) -> list[dict]:
+         path=None, ship: bool = False, iters: int = 20, log=None, plans: int = TUNE_PLANS) -> list[dict]:
     """Time every plan matmul could run for each (M, N, K) in `shapes` on this GPU and record the
     times in the tuning cache (tuning.cache_path(), or `path`), which matmul reads from then on.
 
     dtype     'float16' / 'f16', 'bfloat16', 'float32' (with allow_tf32 the TF32 variants too)
     layouts   (A, B): 'row' or 'col' (transposed views), the operands' layout class to tune
     variants  names or a glob to limit the candidates (default: matmul's candidates)
+    plans     how many of the model's best plans are timed per shape (within TUNE_SPREAD of its best)
     ship      write a shipped table (cugemm/tables/<model>.json for this GPU, or `path`) instead
     Each plan's result is checked against the float64 reference before it is timed; a wrong one
     is reported and not recorded. Every plan is timed alternating with cupy.matmul on the same
@@ -60,11 +62,11 @@ def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = 
         A, B, C = (operand.describe(x, w, 'cugemm.tune') for x, w in ((a, 'A'), (b, 'B'), (out, 'out')))
         p = serve.problem_of(A, B, C, allow_tf32, dev_id)
         choice = select.select(p, None, variants)
-        # plans the model puts far behind its best are not timed (at most TUNE_PLANS, within
+        # plans the model puts far behind its best are not timed (at most `plans`, within
         # TUNE_SPREAD of the best modelled time), unless the candidates were named
         best = choice.ranked[0].est_us if choice.ranked else 0.0
         todo = choice.ranked if variants is not None else \
-            [q for q in choice.ranked if q.est_us <= TUNE_SPREAD * best][:TUNE_PLANS]
+            [q for q in choice.ranked if q.est_us <= TUNE_SPREAD * best][:plans]
         rec = {"shape": [M, N, K], "us": {}}
         for plan in todo:
             name = plan.variant.name
@@ -105,3 +107,22 @@ def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = 
             tuning.merge(path or tuning.cache_path(), key, entries)
     serve.reload_tuning()
     return rows
+
+
+def autotune(p: select.Problem, dev_id: int) -> bool:
+    """cugemm.matmul's first use of a shape bucket with CUGEMM_AUTOTUNE=1: time the bucket's plausible
+    plans (AUTOTUNE_PLANS of them) on fresh operands of p's shape, layouts and type, on this GPU, and
+    record them in the tuning cache, which decides from then on (in this process and later ones).
+    False, doing nothing, when the cache already holds p's bucket or no operands of p's kind can be
+    made (a strided or unaligned operand: its bucket is not one the tuner's operands fall in)."""
+    if tuning.problem_group(p).endswith("unaligned") or not all(op.layout in ("row", "col") for op in (p.a, p.b)):
+        return False
+    import cupy
+
+    key = tuning.gpu_key(p.device.name, cupy.cuda.runtime.driverGetVersion(), __version__)
+    if tuning.bucket_key(tuning.problem_group(p), p.M, p.N, p.K) in tuning.load_tuned(key).entries:
+        return False
+    with cupy.cuda.Device(dev_id):
+        rows = tune([(p.M, p.N, p.K)], "float32" if p.allow_tf32 else p.dtype.name, layouts=(p.a.layout, p.b.layout),
+                    allow_tf32=p.allow_tf32, plans=AUTOTUNE_PLANS)
+    return any(r.get("status") == "ok" for r in rows)
