@@ -10,7 +10,8 @@ from . import dtypes, operand, select, tuning
 from .version import __version__
 
 TUNE_PLANS, TUNE_SPREAD = 6, 5.0  # plans timed per shape, and how far behind the best they may be
-AUTOTUNE_PLANS = 12                # plans autotune times for a new bucket (the model ranks small ones poorly)
+AUTOTUNE_PLANS = 12                # plans autotune times for a new bucket: the best half of the tables' and
+                                   # of the model's rankings
 
 
 def random_operands(dtype, M: int, N: int, K: int, a_layout: str = "row", b_layout: str = "row"):
@@ -111,8 +112,9 @@ def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = 
 
 def autotune(p: select.Problem, dev_id: int) -> bool:
     """cugemm.matmul's first use of a shape bucket with CUGEMM_AUTOTUNE=1: time the bucket's plausible
-    plans (AUTOTUNE_PLANS of them) on fresh operands of p's shape, layouts and type, on this GPU, and
-    record them in the tuning cache, which decides from then on (in this process and later ones).
+    plans (the best AUTOTUNE_PLANS / 2 of matmul's ranking and of the model's) on fresh operands of
+    p's shape, layouts and type, on this GPU, and record them in the tuning cache, which decides from
+    then on (in this process and later ones).
     False, doing nothing, when the cache already holds p's bucket or no operands of p's kind can be
     made (a strided or unaligned operand: its bucket is not one the tuner's operands fall in)."""
     if tuning.problem_group(p).endswith("unaligned") or not all(op.layout in ("row", "col") for op in (p.a, p.b)):
@@ -122,7 +124,16 @@ def autotune(p: select.Problem, dev_id: int) -> bool:
     key = tuning.gpu_key(p.device.name, cupy.cuda.runtime.driverGetVersion(), __version__)
     if tuning.bucket_key(tuning.problem_group(p), p.M, p.N, p.K) in tuning.load_tuned(key).entries:
         return False
+    from . import serve
+
+    # the plans ranked best by the tables and model matmul would otherwise use, and by the model alone
+    # (a table fitted on other shapes may rank them wrongly, the model alone misses what it measured)
+    names = []
+    for measured in (serve.measured(dev_id), None):
+        for plan in select.select(p, measured).ranked[:AUTOTUNE_PLANS // 2]:
+            if plan.variant.name not in names:
+                names.append(plan.variant.name)
     with cupy.cuda.Device(dev_id):
         rows = tune([(p.M, p.N, p.K)], "float32" if p.allow_tf32 else p.dtype.name, layouts=(p.a.layout, p.b.layout),
-                    allow_tf32=p.allow_tf32, plans=AUTOTUNE_PLANS)
+                    allow_tf32=p.allow_tf32, variants=names)
     return any(r.get("status") == "ok" for r in rows)
