@@ -46,6 +46,13 @@ def current() -> int:
     return cupy.cuda.runtime.getDevice()
 
 
+def forget_gpu_check() -> None:
+    """Make the next current() check the GPU again (toolkit.gpu_problem) instead of trusting an
+    earlier answer (tests; a process whose GPUs changed)."""
+    global _gpu_ok
+    _gpu_ok = False
+
+
 def get(device_id: int | None = None) -> Device:
     """The record of device `device_id` (default: the current one), read once and cached."""
     if device_id is None:

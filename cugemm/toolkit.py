@@ -128,10 +128,12 @@ def no_gpu_message(driver: DriverProbe, runtime_version: int = 0, error_status: 
     return f"no usable CUDA GPU{detail}; {NEEDS_GPU}"
 
 
-_GPU_PROBLEM: list = []  # the cached answer of _probe_gpu(), once asked
+_GPU_PROBLEM: list = []  # the cached answer of probe_gpu(), once asked
 
 
-def _probe_gpu(cupy) -> str | None:
+def probe_gpu(cupy) -> str | None:
+    """None when `cupy` (the module, or a stand-in with its cuda.runtime) sees a device; otherwise
+    the one-line reason (no_gpu_message). Not cached: gpu_problem() caches it."""
     try:
         if cupy.cuda.runtime.getDeviceCount() > 0:
             return None
@@ -154,8 +156,13 @@ def gpu_problem() -> str | None:
     except ImportError:
         return NEEDS_CUPY
     if not _GPU_PROBLEM:
-        _GPU_PROBLEM.append(_probe_gpu(cupy))
+        _GPU_PROBLEM.append(probe_gpu(cupy))
     return _GPU_PROBLEM[0]
+
+
+def forget_gpu_problem() -> None:
+    """Ask the driver again on the next gpu_problem() (tests; a process whose GPUs changed)."""
+    _GPU_PROBLEM.clear()
 
 
 @functools.lru_cache(maxsize=None)

@@ -42,7 +42,7 @@ def one_line(r, code=2) -> str:
     return lines[0]
 
 
-# ---- item 2: --arch takes exactly the chips cugemm knows ---------------------------------------
+# ---- --arch takes exactly the chips cugemm knows ---------------------------------------
 def test_known_chips_are_those_some_variant_runs_on():
     runnable = [f"sm_{cc}" for cc in sorted(arch.CHIPS)
                 if any(arch.unfit_reason(v, cc) is None for v in variants())]
@@ -123,7 +123,7 @@ def test_nvrtc_too_old_for_a_chip(monkeypatch):
         jit.compile_offline(v, "sm_120")
 
 
-# ---- item 3: the no-GPU message ------------------------------------------------------------------
+# ---- the no-GPU message ------------------------------------------------------------------
 NO_LIB = toolkit.DriverProbe()
 STUB = toolkit.DriverProbe("libcuda.so.1", 34, 13000, 0)
 NO_DEVICE = toolkit.DriverProbe("libcuda.so.1", 100, 13000, 0)
@@ -180,13 +180,13 @@ def test_the_probe_reads_cupy_then_the_driver(monkeypatch):
         cuda = Cuda
 
     monkeypatch.setattr(toolkit, "probe_driver", lambda: NO_LIB)
-    assert toolkit._probe_gpu(FakeCupy).startswith("no CUDA GPU found: no NVIDIA GPU/driver")
+    assert toolkit.probe_gpu(FakeCupy).startswith("no CUDA GPU found: no NVIDIA GPU/driver")
     monkeypatch.setattr(toolkit, "probe_driver", lambda: OLD)
-    assert "too old" in toolkit._probe_gpu(FakeCupy)
+    assert "too old" in toolkit.probe_gpu(FakeCupy)
 
 
 def test_every_api_entry_point_gives_the_one_message(fake, monkeypatch):
-    monkeypatch.setattr(device, "_gpu_ok", False)
+    device.forget_gpu_check()
     monkeypatch.setattr(toolkit, "gpu_problem", lambda: "no CUDA GPU found: the probe's answer")
     want = "cugemm: no CUDA GPU found: the probe's answer"
     calls = {
@@ -221,13 +221,16 @@ def test_cli_without_a_gpu():
 
 def test_gpu_problem_is_cached(monkeypatch):
     asked = []
-    monkeypatch.setattr(toolkit, "_GPU_PROBLEM", [])
-    monkeypatch.setattr(toolkit, "_probe_gpu", lambda cupy: asked.append(1) or "no CUDA GPU found: x")
-    assert toolkit.gpu_problem() == toolkit.gpu_problem() == "no CUDA GPU found: x"
-    assert asked == [1] and not toolkit.have_gpu()
+    toolkit.forget_gpu_problem()
+    monkeypatch.setattr(toolkit, "probe_gpu", lambda cupy: asked.append(1) or "no CUDA GPU found: x")
+    try:
+        assert toolkit.gpu_problem() == toolkit.gpu_problem() == "no CUDA GPU found: x"
+        assert asked == [1] and not toolkit.have_gpu()
+    finally:
+        toolkit.forget_gpu_problem()  # the real answer, asked again by the next test that needs it
 
 
-# ---- item 5: messages that do not contradict themselves ------------------------------------------
+# ---- messages that do not contradict themselves ------------------------------------------
 HOPPER = next(v for v in variants() if v.archs == ("sm_90a",))
 SMEM_204K = cugemm.get_variant("hgemm_wmma_m16n16k16_mma2x4_warp4x4x4_stage4")
 
@@ -276,7 +279,7 @@ def test_without_cupy_the_api_names_the_extra():
     assert r.returncode == 0 and "cugemm[cuda13]" in r.stdout and "No module named" not in r.stdout, r
 
 
-# ---- item 7: the small ones ----------------------------------------------------------------------
+# ---- the small ones ----------------------------------------------------------------------
 def test_families_filter_refuses_an_unknown_family():
     assert variants(family="sgemm") and set(FAMILIES) == {v.family for v in variants()}
     with pytest.raises(ValueError, match="no variant family 'nosuch'.*sgemm"):
