@@ -174,7 +174,7 @@ def _variants_glob(text):
 def _tune(args) -> int:
     from . import tuner, tuning
 
-    # every input is checked here, before tuning.tune asks for the GPU
+    # every input is checked here, before tuner.tune asks for the GPU
     shapes = _shapes(args)
     layouts = _layouts(args.layouts)
     dts = [_matmul_dtype(d).name for d in args.dtype]
@@ -187,7 +187,7 @@ def _tune(args) -> int:
     failed = 0
     for dt in dts:
         rows = tuner.tune(shapes, dt, layouts=layouts, variants=args.variants, path=args.path, ship=args.ship,
-                       log=log)
+                          log=log, plans=args.plans or tuner.TUNE_PLANS)
         for r in rows:
             if r["status"] != "ok":
                 print(f"{r['M']}x{r['N']}x{r['K']} {r['dtype']} {r['variant']}: {r['status']} "
@@ -265,6 +265,8 @@ def main(argv=None) -> int:
     pt.add_argument("--variants", default=None, help="glob(s) limiting the candidates")
     pt.add_argument("--path", default=None, help="write here instead of the user cache")
     pt.add_argument("--ship", action="store_true", help="write a shipped table (cugemm/tables/) instead")
+    pt.add_argument("--plans", type=int, default=None,
+                    help="plans timed per shape: the model's best N and matmul's own best N (default 6)")
     pe = sub.add_parser("explain", help="which variant cugemm.matmul picks for a shape, and why (needs a GPU)")
     pe.add_argument("shape", help="MxNxK")
     pe.add_argument("--dtype", default="f16", help="f16, bf16, f32 or tf32 (default f16)")

@@ -37,7 +37,8 @@ def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = 
     dtype     'float16' / 'f16', 'bfloat16', 'float32' (with allow_tf32 the TF32 variants too)
     layouts   (A, B): 'row' or 'col' (transposed views), the operands' layout class to tune
     variants  names or a glob to limit the candidates (default: matmul's candidates)
-    plans     how many of the model's best plans are timed per shape (within TUNE_SPREAD of its best)
+    plans     how many of the model's best plans are timed per shape (within TUNE_SPREAD of its best),
+              and how many of matmul's own best (tables first) besides
     ship      write a shipped table (cugemm/tables/<model>.json for this GPU, or `path`) instead
     Each plan's result is checked against the float64 reference before it is timed; a wrong one
     is reported and not recorded. Every plan is timed alternating with cupy.matmul on the same
@@ -64,10 +65,17 @@ def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = 
         p = serve.problem_of(A, B, C, allow_tf32, dev_id)
         choice = select.select(p, None, variants)
         # plans the model puts far behind its best are not timed (at most `plans`, within
-        # TUNE_SPREAD of the best modelled time), unless the candidates were named
+        # TUNE_SPREAD of the best modelled time), unless the candidates were named; with them, the
+        # best `plans` of matmul's own ranking (the tables already measured), which the model alone
+        # may rank far down (a table fitted elsewhere, or earlier, then still gets them measured)
         best = choice.ranked[0].est_us if choice.ranked else 0.0
         todo = choice.ranked if variants is not None else \
             [q for q in choice.ranked if q.est_us <= TUNE_SPREAD * best][:plans]
+        if variants is None:
+            names = {q.variant.name for q in todo}
+            ranked = select.select(p, serve.measured(dev_id)).ranked
+            todo += [q for q in choice.ranked if q.variant.name not in names and
+                     q.variant.name in {r.variant.name for r in ranked[:plans]}]
         rec = {"shape": [M, N, K], "us": {}}
         for plan in todo:
             name = plan.variant.name
