@@ -10,12 +10,14 @@ cannot, in the words of the rule that refuses it (the same checks `cugemm.run` a
 
 Ranking (best first), by the estimated time of the whole plan (kernel + copies + launches):
   1. tuned: a measurement of this variant in this shape bucket on this GPU, from the tuning cache
-     that `cugemm.tune` writes (cugemm/tuning.py), scaled from the measured shape by the flops;
+     that `cugemm.tune` writes (cugemm/tuning.py), or, where the bucket was not measured, the
+     nearest measured buckets' times scaled to this shape by the model (tuning.Measured);
   2. table: the same from the table shipped for this GPU model (cugemm/tables/<gpu>.json, written
-     by `python -m cugemm tune --ship` on an H100);
+     by `python -m cugemm tune --ship`);
   3. model: the fallback for a GPU or a shape nobody measured: each candidate's `matmul` rating, a
-     documented nominal rate per kernel class (its TFLOP/s on an H100, or its bandwidth for the memory-bound
-     skinny rungs) times the share of the SMs its tiles keep busy, plus copy and launch costs.
+     documented nominal rate per kernel class (its TFLOP/s on an H100, or its bandwidth for the
+     memory-bound skinny rungs) times the share of the SMs its tiles keep busy, plus copy and launch
+     costs.
 A measured estimate beats a modelled one of the same plan; plans are compared on estimates of the
 same kind where possible (all measured, else all modelled), so a table never competes with a guess.
 """
