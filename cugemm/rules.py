@@ -20,7 +20,7 @@ GRIDS = {
 }
 
 ARGS = {
-    "tma_ab": tma_args.cached_args(tma_args.maps_ab),
+    "tma_ab": tma_args.ab_args,
     "tma_abc16": tma_args.cached_args(tma_args.maps_abc16),
     "tma_persistent": tma_args.cached_args(tma_args.maps_persistent),
     "tma_bt": tma_args.cached_args(tma_args.maps_bt),

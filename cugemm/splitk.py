@@ -86,9 +86,6 @@ def workspace_need(v, M, N, K, dev) -> Need:
     return Need(split_tiles * S * BM * bn, 2 * split_tiles)
 
 
-_map_args = tma_args.cached_args(tma_args.maps_ab)
-
-
 def _needs(v, work, dev) -> None:
     if work is None or dev is None:
         raise ValueError(f"{v.name}: the kernel's arguments need its workspace (work=) and the device record "
@@ -99,8 +96,8 @@ def args(v, A, B, C, M, N, K, raw=False, work=None, dev=None):
     """Tensor maps of A and B, the workspace's partials and counters, dp_tiles and splits."""
     _needs(v, work, dev)
     dp, S, _ = plan(M, N, K, v.tile[1], dev.sms)
-    return _map_args(v, A, B, C, M, N, K, raw=raw) + (np.uint64(work.partials), np.uint64(work.counters),
-                                                       np.int32(dp), np.int32(S))
+    return tma_args.ab_args(v, A, B, C, M, N, K, raw=raw) + (np.uint64(work.partials), np.uint64(work.counters),
+                                                             np.int32(dp), np.int32(S))
 
 
 # ---- the skinny kernels ----------------------------------------------------------------------------

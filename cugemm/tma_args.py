@@ -135,3 +135,6 @@ def maps_small_m(v, A, B, C, M, N, K):
         b_rows = BK // shared if p["ALONG_M"] else BK
         mb = tma.tensor_map_2d(B.ptr, dt, K, N, row_stride(B, N, size), (panel, b_rows), swizzle=2 * panel)
     return ma, mb
+
+
+ab_args = cached_args(maps_ab)  # the args_fn of maps_ab, one cache for every kernel that takes those maps

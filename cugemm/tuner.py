@@ -72,10 +72,10 @@ def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = 
         todo = choice.ranked if variants is not None else \
             [q for q in choice.ranked if q.est_us <= TUNE_SPREAD * best][:plans]
         if variants is None:
-            names = {q.variant.name for q in todo}
-            ranked = select.select(p, serve.measured(dev_id)).ranked
-            todo += [q for q in choice.ranked if q.variant.name not in names and
-                     q.variant.name in {r.variant.name for r in ranked[:plans]}]
+            timed = {q.variant.name for q in todo}
+            own = {q.variant.name for q in select.select(p, serve.measured(dev_id)).ranked[:plans]}
+            extra = own - timed
+            todo += [q for q in choice.ranked if q.variant.name in extra]
         rec = {"shape": [M, N, K], "us": {}}
         for plan in todo:
             name = plan.variant.name

@@ -168,6 +168,7 @@ class Table:
         self.source = source
         self.entries = {k: r for k, r in entries.items() if isinstance(k, str) and "|" in k and _valid(r)}
         self._groups: dict = {}
+        self._near: dict = {}  # (group, half octaves, count) -> near()'s answer
         for k in self.entries:
             g, dims = _split(k)
             self._groups.setdefault(g, []).append((dims, k))
@@ -178,20 +179,27 @@ class Table:
     def nearest(self, group: str, M: int, N: int, K: int):
         """(bucket key, distance) of the measured bucket of `group` nearest to M x N x K (the exact
         one if measured; else within NEAR half octaves in total), or None."""
-        want = (half_octave(M), half_octave(N), half_octave(K))
-        best = None
-        for dims, k in self._groups.get(group, ()):
-            d = sum(abs(x - y) for x, y in zip(dims, want))
-            if d <= NEAR and (best is None or (d, k) < best):
-                best = (d, k)
-        return None if best is None else (best[1], best[0])
+        near = self.near(group, M, N, K, 1)
+        return near[0] if near else None
 
     def near(self, group: str, M: int, N: int, K: int, count: int) -> list:
         """[(bucket key, distance)] of the `count` measured buckets of `group` nearest to M x N x K
-        within NEAR half octaves in total, nearest first."""
+        within NEAR half octaves in total, nearest first (ties by key). Remembered per bucket: every
+        candidate of a problem asks."""
         want = (half_octave(M), half_octave(N), half_octave(K))
-        found = sorted((sum(abs(x - y) for x, y in zip(dims, want)), k) for dims, k in self._groups.get(group, ()))
-        return [(k, d) for d, k in found if d <= NEAR][:count]
+        hit = self._near.get((group, want, count))
+        if hit is None:
+            found = sorted((sum(abs(x - y) for x, y in zip(dims, want)), k) for dims, k in self._groups.get(group, ()))
+            hit = self._near[(group, want, count)] = [(k, d) for d, k in found if d <= NEAR][:count]
+        return hit
+
+    def time(self, key: str, variant: str) -> float | None:
+        """The time `variant` measured in bucket `key` (microseconds), or None when it has none
+        that is a positive finite number."""
+        us = self.entries[key]["us"].get(variant)
+        if not isinstance(us, (int, float)) or not math.isfinite(us) or us <= 0:
+            return None
+        return float(us)
 
     def lookup(self, group: str, M: int, N: int, K: int, variant: str):
         """(us scaled to M x N x K, source) for `variant` in the nearest measured bucket, or None.
@@ -203,12 +211,11 @@ class Table:
         if near is None:
             return None
         key, distance = near
-        rec = self.entries[key]
-        us = rec["us"].get(variant)
-        if not isinstance(us, (int, float)) or not math.isfinite(us) or us <= 0:
+        us = self.time(key, variant)
+        if us is None:
             return None
-        m, n, k = rec["shape"]
-        return float(us) * (M * N * K) / (m * n * k), self.source + ("" if distance == 0 else "~")
+        m, n, k = self.entries[key]["shape"]
+        return us * (M * N * K) / (m * n * k), self.source + ("" if distance == 0 else "~")
 
 
 def gpu_key(name: str, driver: int, version: str) -> str:
@@ -265,20 +272,21 @@ class Measured:
                 continue
             if near[0][1] == 0:
                 near = near[:1]
-            logs, weights = [], []
+            logs, weights, here = [], [], None
             for key, distance in near:
-                rec = t.entries[key]
-                us = rec["us"].get(v.name)
-                if not isinstance(us, (int, float)) or not math.isfinite(us) or us <= 0:
+                us = t.time(key, v.name)
+                if us is None:
                     continue
-                m, n, k = rec["shape"]
+                m, n, k = t.entries[key]["shape"]
                 if (m, n, k) == (p.M, p.N, p.K):
-                    return float(us), t.source
-                here, there = model_us(v, p), model_us(v, dataclasses.replace(p, M=m, N=n, K=k))
+                    return us, t.source
+                if here is None:
+                    here = model_us(v, p)
+                there = model_us(v, dataclasses.replace(p, M=m, N=n, K=k))
                 if here is None or there is None:
-                    est = float(us) * (p.M * p.N * p.K) / (m * n * k)
+                    est = us * (p.M * p.N * p.K) / (m * n * k)
                 else:
-                    est = FIXED_US + max(float(us) - FIXED_US, 0.1) * here / there
+                    est = FIXED_US + max(us - FIXED_US, 0.1) * here / there
                 logs.append(math.log(est))
                 weights.append(1.0 / (1 + distance))
             if not logs:
