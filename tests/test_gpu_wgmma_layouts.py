@@ -1,6 +1,6 @@
 """GPU correctness of the top Hopper rung's operand forms (cugemm/families/hgemm_wgmma.py): every
 operand layout read without a copy (A column-major, B column-major, both; B column-major also with
-rung 7's 128x64, 128x128 and 128x192 tiles), any M, N, K with padded
+rung 7's 128x64, 128x128 and 128x192 tiles; every form with 192-row tiles), any M, N, K with padded
 leading dimensions (the padding poisoned with NaN: TMA must not read it), and the ANY_C epilogue
 writing a C that is only 2-byte aligned with an odd row stride. C starts NaN-poisoned; what lies
 around it in its buffer (row padding, guard elements) must come back untouched. Tolerances:
@@ -48,8 +48,21 @@ def _narrow_cases(bf: str, shapes) -> list:
     return [(name + bf, s) for s in map(_tma_shape, shapes) for name in NARROW_BCOL]
 
 
+# Rung 7 with 192-row tiles (three consumer warpgroups), every registered form: (2048, 2304, 768) is
+# exactly one round of 132 192x192 tiles whose last tile row is 128 rows live; (3000, 3072, 768) two
+# rounds with a partial last tile row; with clusters of 2 an odd tile-row count leaves a block past M.
+WG3 = [f"hgemm_wgmma_m64n{bn}k16_persistent_wg3{c}_tma_store_stage{stages}{col}{bf}"
+       for bn, stages in ((192, 3), (128, 4)) for c in ("", "_cluster2") for col in ("", "_bcol")
+       for bf in ("", "_bf16")]
+WG3_SHAPES = [(1, 1, 1), (17, 23, 9), (1000, 776, 520), (2048, 2304, 768), (3000, 3072, 768)]
+
+
+def _wg3_cases() -> list:
+    return [(name, s) for s in map(_tma_shape, WG3_SHAPES) for name in WG3]
+
+
 CASES = (_cases("", SHAPES) + _cases("_bf16", SMALL) + _narrow_cases("", NARROW_SHAPES)
-         + _narrow_cases("_bf16", SMALL + NARROW_SHAPES[-1:]))
+         + _narrow_cases("_bf16", SMALL + NARROW_SHAPES[-1:]) + _wg3_cases())
 
 _values: dict = {}
 
@@ -118,7 +131,7 @@ def test_form_matches_float64_reference(name, shape):
 
 
 @pytest.mark.parametrize("name", [f"{_P}_tma_store_stage4_acol_bcol", f"{_P}_anyc_stage3_bcol", *NARROW_BCOL,
-                                  NARROW_BCOL[0] + "_bf16"])
+                                  NARROW_BCOL[0] + "_bf16", WG3[2], WG3[7]])
 def test_dense_transposed_views(name):
     """The no-copy case itself: a.T and W.T of dense row-major arrays, an aligned dense C."""
     v = cugemm.get_variant(name)

@@ -50,10 +50,12 @@ def ring_smem(bm: int, bn: int, stages: int) -> int:
     return stages * (bm + bn) * 128 + SLACK
 
 
-def persistent_smem(bn: int, stages: int, tma_store: bool, any_c: bool) -> int:
-    """04_persistent.cu: the ring of 128 x 64 A and 64 x bn B tiles, the staging boxes of the TMA-store
-    epilogue, or ANY_C's two whole staged slabs (64 x bn each)."""
-    return stages * (128 + bn) * 128 + (STAGING if tma_store else 0) + (2 * 64 * bn * 2 if any_c else 0) + SLACK
+def persistent_smem(bm: int, bn: int, stages: int, tma_store: bool, any_c: bool) -> int:
+    """04_persistent.cu: the ring of bm x 64 A and 64 x bn B tiles, the staging boxes of the TMA-store
+    epilogue (two per consumer warpgroup, bm / 64 of them), or ANY_C's two whole staged slabs (64 x bn
+    each)."""
+    staging = STAGING * bm // 128 if tma_store else 0
+    return stages * (bm + bn) * 128 + staging + (2 * 64 * bn * 2 if any_c else 0) + SLACK
 
 
 def persistent_bt_smem(stages: int) -> int:
@@ -132,9 +134,12 @@ def test_record(v):
         assert f"small_m{side}_stage" in v.name
         assert v.smem_dynamic == small_m_smem(p["BN"], p["STAGES"])
         return
-    assert f"n{p['BN']}k16" in v.name and v.tile == (128, p["BN"], 64)
+    bm = p.get("BM", 128)
+    assert f"n{p['BN']}k16" in v.name and v.tile == (bm, p["BN"], 64)
     if v.template == "hgemm_wgmma_persistent":
-        assert v.block == (384, 1, 1)
+        # 192-row tiles: three consumer warpgroups, TMA-store forms of at most 192 columns
+        assert bm in (128, 192) and v.block == (128 + 2 * bm, 1, 1) and ("_wg3" in v.name) == (bm == 192)
+        assert bm == 128 or (p["TMA_STORE"] and p["BN"] <= 192 and not p["A_COL"])
         assert v.cluster == (p["CLUSTER_M"], 1, 1)
         assert ("_cluster2" in v.name) == (p["CLUSTER_M"] == 2)
         assert ("_tma_store" in v.name) == p["TMA_STORE"] and ("_anyc" in v.name) == p["ANY_C"]
@@ -142,13 +147,13 @@ def test_record(v):
         assert ("_bcol" in v.name) == p["B_COL"] == (v.b_layout == "col")
         assert v.layout == "row" and v.c_align == (2 if p["ANY_C"] else 16)
         # the operand forms (and rung 7 itself) take any shape and leading dimension
-        assert v.strided == (p["TMA_STORE"] and p["CLUSTER_M"] == 2 or p["ANY_C"])
+        assert v.strided == (p["TMA_STORE"] and (p["CLUSTER_M"] == 2 or bm == 192) or p["ANY_C"])
         # TMA stores write a row's last 16-byte piece whole: their C rows must end on 16 bytes
         assert v.multiple_of == ((1, 1, 1) if p["ANY_C"] else (1, 8, 1) if v.strided else (1, 8, 8))
         # the edge-tile wgmma widths are a 256-column tile's (BN = 64, 128, 192 have no NARROW_EDGE, their
         # _bcol forms included)
         assert p["NARROW_EDGE"] == ((p["A_COL"] or p["B_COL"] or p["ANY_C"]) and p["BN"] == 256)
-        assert v.smem_dynamic == persistent_smem(p["BN"], p["STAGES"], p["TMA_STORE"], p["ANY_C"])
+        assert v.smem_dynamic == persistent_smem(bm, p["BN"], p["STAGES"], p["TMA_STORE"], p["ANY_C"])
     else:
         assert v.multiple_of == v.tile and v.cluster == (1, 1, 1)
         assert v.smem_dynamic == ring_smem(128, p["BN"], p["STAGES"])

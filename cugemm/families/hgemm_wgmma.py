@@ -34,6 +34,7 @@ TOP_ANYC = Candidate(590.0, "persistent", 5)  # its any-C sibling
 BT = Candidate(630.0, "persistent", 6)        # rung 8 without clusters
 TILE = {192: Candidate(610.0, "persistent", 7), 128: Candidate(600.0, "persistent", 9),
         64: Candidate(520.0, "persistent", 11)}  # rung 7 with 128 x 192 / 128 / 64 tiles
+TILE_WG3 = {192: Candidate(615.0, "persistent", 8), 128: Candidate(600.0, "persistent", 10)}  # 192 x 192 / 128
 ANYC_128 = Candidate(570.0, "persistent", 13)
 TF32 = Candidate(350.0, "persistent", 0), Candidate(340.0, "persistent", 1)  # with / without clusters
 
@@ -73,8 +74,8 @@ def _ws(name, *, BN, CONSUMERS, STAGES, dtype="float16", doc, **kw):
                    args_rule="tma_ab", **_common(name, dtype, doc, **kw))
 
 
-def _persistent(name, *, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STORE=False, ANY_C=False, A_COL=False,
-                B_COL=False, NARROW_EDGE=False, dtype="float16", doc, **kw):
+def _persistent(name, *, BM=BM, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STORE=False, ANY_C=False,
+                A_COL=False, B_COL=False, NARROW_EDGE=False, dtype="float16", doc, **kw):
     """04_persistent.cu. With strided=True (the top rung and its forms) any M and K, and any N for
     ANY_C: the tensor maps carry the true shape and leading dimensions, TMA zero-fills past them;
     only the leading dimensions must be multiples of 16 bytes (TMA's rule; ANY_C's C: of 2). The
@@ -85,10 +86,10 @@ def _persistent(name, *, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STORE=False
     if ANY_C:
         kw.setdefault("c_align", 2)
     return Variant(source="hgemm_wgmma/04_persistent.cu", template="hgemm_wgmma_persistent",
-                   params=(("BN", BN), ("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_M", CLUSTER_M),
+                   params=(("BM", BM), ("BN", BN), ("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_M", CLUSTER_M),
                            ("TMA_STORE", TMA_STORE), ("ANY_C", ANY_C), ("A_COL", A_COL), ("B_COL", B_COL),
                            ("NARROW_EDGE", NARROW_EDGE), ("T", _T(dtype))),
-                   tile=(BM, BN, BK), block=(384, 1, 1), a_layout="col" if A_COL else "row",
+                   tile=(BM, BN, BK), block=(128 + 2 * BM, 1, 1), a_layout="col" if A_COL else "row",
                    b_layout="col" if B_COL else "row", cluster=(CLUSTER_M, 1, 1),
                    grid_rule="persistent", args_rule="tma_persistent", pdl=True,
                    **_common(name, dtype, doc, **{"multiple_of": (1, 8, 8), **kw}))
@@ -106,6 +107,26 @@ def _tile_forms(bn: int, stages: int, doc: str) -> tuple:
                     STAGES=stages, CLUSTER_M=2, TMA_STORE=True, B_COL=col == "_bcol", strided=True, dtype=dtype,
                     doc=docs[col, bf], matmul=_bcol_candidate(TILE[bn]) if col else TILE[bn])
         for col in ("", "_bcol") for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")))
+
+
+def _wg3_forms(bn: int, stages: int) -> tuple:
+    """Rung 7 with 192 x bn tiles: three consumer warpgroups (setmaxnreg 40 / 152), TMA-store epilogue,
+    strided, without clusters and with clusters of 2 along M, in fp16 and bf16, row-major B and `_bcol`.
+    For shapes whose 192-row tiles fill whole rounds of the SMs where 128-row ones leave a last round
+    partly idle (2048 x 2304: 132 tiles of 192 x 192 where 128 x 192 tiles make 192)."""
+    out = []
+    for cluster in (1, 2):
+        for col in ("", "_bcol"):
+            for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")):
+                c = "_cluster2" if cluster == 2 else ""
+                extra = (f", {_FORM_DOC['_bcol']}, no copy" if col else "") + (" in bf16" if bf else "")
+                out.append(_persistent(
+                    f"hgemm_wgmma_m64n{bn}k16_persistent_wg3{c}_tma_store_stage{stages}{col}{bf}", BM=192, BN=bn,
+                    STAGES=stages, CLUSTER_M=cluster, TMA_STORE=True, B_COL=bool(col), strided=True, dtype=dtype,
+                    matmul=_bcol_candidate(TILE_WG3[bn]) if col else TILE_WG3[bn],
+                    doc=f"rung 7 with 192x{bn} tiles: three consumer warpgroups of m64n{bn}k16 slabs, {stages} "
+                        f"stages{' and clusters of 2 along M' if cluster == 2 else ''}{extra}"))
+    return tuple(out)
 
 
 # The operand forms of the top rung (A_COL, B_COL) and its any-C sibling, in both 16-bit types.
@@ -250,6 +271,9 @@ VARIANTS: tuple[Variant, ...] = (
     # ---- rung 7 with 128x192 tiles: 3072^3 is 2.2 rounds of 128x256 tiles, 4.4 of 128x128, 2.9 of these
     *_tile_forms(192, 4, "rung 7 with 128x192 tiles (two m64n192k16 slabs; each block of a cluster multicasts "
                          "its panels of 3), 4 stages: for shapes that 128x256 and 128x128 tiles both quantise badly"),
+    # ---- rung 7 with 192-row tiles (three consumer warpgroups): 2048x2304 is 132 tiles of 192x192
+    *_wg3_forms(192, 3),
+    *_wg3_forms(128, 4),
     _persistent("hgemm_wgmma_m64n128k16_persistent_cluster2_anyc_stage6", BN=128, STAGES=6, CLUSTER_M=2,
                 ANY_C=True, strided=True, matmul=ANYC_128,
                 doc="the any-C sibling with 128x128 tiles: 6 stages beside the 32 KB of slabs, and an N one "

@@ -4,8 +4,8 @@
 // for transposed operands, narrow edge tiles and a C of any alignment (story: docs/hgemm_wgmma.md).
 //
 // C = A * B, T = half or __nv_bfloat16 in and out, fp32 accumulation. The block is rung 4's (03_ws.cu):
-// a producer warpgroup (one thread issues TMA copies), two consumer warpgroups of 64 x BN slabs (wgmma
-// m64nBNk16), FULL / EMPTY mbarriers around a STAGES-deep ring, setmaxnreg 40 / 232.
+// a producer warpgroup (one thread issues TMA copies), BM / 64 consumer warpgroups of 64 x BN slabs
+// (wgmma m64nBNk16), FULL / EMPTY mbarriers around a STAGES-deep ring, setmaxnreg 40 / 232.
 // Rung 5 (CLUSTER_M = 1, TMA_STORE = false) adds persistence: one block per SM walks the tiles
 // blockIdx.x, + gridDim.x, ... in the grouped order of lib/raster.cuh, the ring's stage and phase
 // running on across tiles (the producer loads tile i + 1 while the consumers finish tile i).
@@ -26,15 +26,17 @@
 //     and an mbarrier DRAINED (each storing thread arrives after its reads, the consumer waits on
 //     phase k - 1 before writing tile k's slab): the ordering of reads before rewrites racecheck
 //     verifies, where the named barrier alone was reported as hazards; waiting on it alone cost 2%.
+//   BM = 192 (TMA_STORE, BN <= 192): three consumer warpgroups, setmaxnreg 40 / 152, for shapes whose
+//     192-row tiles fill whole rounds of the SMs (2048 x 2304: 132 tiles of 192 x 192).
 //   PDL (every form): the producer thread waits in griddepcontrol.wait before its first load; no
 //     other role touches global memory before data it loaded.
 // The copy engine zero-fills box parts past M, N or K; boxes wholly past N are not issued (the
 // expected bytes count the issued ones), nor A boxes wholly past M (such a block computes a copy).
-// Template parameters: BN (64, 128, 192, 256), STAGES, GROUP (tile rows per raster band, in cluster
-//   tiles), CLUSTER_M (1, 2), TMA_STORE, ANY_C, A_COL, B_COL, NARROW_EDGE, T. BM = 128, BK = 64.
-// Launch: block = (384, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1); dynamic shared
-//   memory hgemm_wgmma_persistent_smem_bytes<...> (PersistentSmem); extra arguments: tensor maps of A
-//   (box {64, 128}; A_COL: {64, 64} of the K x M memory), B (box {64, 64}; B_COL: of the N x K memory)
+// Template parameters: BM (128, 192), BN (64, 128, 192, 256), STAGES, GROUP (tile rows per raster
+//   band, in cluster tiles), CLUSTER_M (1, 2), TMA_STORE, ANY_C, A_COL, B_COL, NARROW_EDGE, T. BK = 64.
+// Launch: block = (128 + 2 BM, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1); dynamic
+//   shared memory hgemm_wgmma_persistent_smem_bytes<...> (PersistentSmem); extra arguments: maps of A
+//   (box {64, BM}; A_COL: {64, 64} of the K x M memory), B (box {64, 64}; B_COL: of the N x K memory)
 //   and C (box {64, 64}), 128-byte swizzled; ANY_C: C's row stride (int, elements) instead of C's map.
 // Preconditions: leading dimensions of A, B and C multiples of 16 bytes (dense: K % 8 == 0, N % 8 ==
 //   0), a, b, c 16-byte aligned (ANY_C: c and its row stride 2-byte aligned, any N; TMA-store forms:
@@ -45,16 +47,17 @@
 #include "../lib/tma.cuh"
 #include "hgemm_wgmma.cuh"
 
-// Shared memory: the ring of 128 x 64 A and 64 x BN B tiles, then the epilogue's staging: TMA_STORE
+// Shared memory: the ring of BM x 64 A and 64 x BN B tiles, then the epilogue's staging: TMA_STORE
 // two 64 x 64 boxes per consumer warpgroup, ANY_C one whole 64 x BN slab (BN / 64 boxes) per consumer.
-template <int BN, int STAGES, bool TMA_STORE, bool ANY_C>
+template <int BM, int BN, int STAGES, bool TMA_STORE, bool ANY_C>
 using PersistentSmem =
-    hgemm_wgmma::RingSmem<128 * hgemm_wgmma::A_ROW_BYTES, (BN / 64) * hgemm_wgmma::B_PANEL_BYTES, STAGES,
-                          (TMA_STORE ? 4 * hgemm_wgmma::BOX_BYTES : 0) +
+    hgemm_wgmma::RingSmem<BM * hgemm_wgmma::A_ROW_BYTES, (BN / 64) * hgemm_wgmma::B_PANEL_BYTES, STAGES,
+                          (TMA_STORE ? 2 * (BM / 64) * hgemm_wgmma::BOX_BYTES : 0) +
                               (ANY_C ? 2 * (BN / 64) * hgemm_wgmma::BOX_BYTES : 0)>;
-template <int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL, bool B_COL,
-          bool NARROW_EDGE, class T>
-__device__ constexpr int hgemm_wgmma_persistent_smem_bytes = PersistentSmem<BN, STAGES, TMA_STORE, ANY_C>::BYTES;
+template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL,
+          bool B_COL, bool NARROW_EDGE, class T>
+__device__ constexpr int hgemm_wgmma_persistent_smem_bytes =
+    PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C>::BYTES;
 
 // The last kernel parameter: C's tensor map, or (ANY_C) C's row stride in elements.
 template <bool ANY_C>
@@ -66,36 +69,39 @@ struct PersistentCParam<true> {
   using type = int;
 };
 
-template <int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL, bool B_COL,
-          bool NARROW_EDGE, class T>
-__global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
+template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL,
+          bool B_COL, bool NARROW_EDGE, class T>
+__global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, 1)
     hgemm_wgmma_persistent(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N,
                            int K, const __grid_constant__ TensorMap tmap_a,
                            const __grid_constant__ TensorMap tmap_b,
                            const __grid_constant__ typename PersistentCParam<ANY_C>::type c_param) {
   using namespace hgemm_wgmma;
-  using Smem = PersistentSmem<BN, STAGES, TMA_STORE, ANY_C>;
-  constexpr int BM = 128;
+  using Smem = PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C>;
+  constexpr int CONSUMERS = BM / 64;  // consumer warpgroups, one 64-row slab each
   constexpr int A_STAGE = Smem::A_STAGE;
   constexpr int B_STAGE = Smem::B_STAGE;
   constexpr int PANELS = BN / 64;                       // B panels per tile (and C panels per slab)
   constexpr int MY_PANELS = (PANELS + CLUSTER_M - 1) / CLUSTER_M;  // B panels this block copies at most
   constexpr int BOX = BOX_BYTES;                        // one 64 x 64 staging box of C
   constexpr int SLAB = PANELS * BOX;                    // ANY_C: a consumer's whole slab, staged
-  constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+  // 65536 registers: 128 x 40 + 256 x 232 with two consumers, 128 x 40 + 384 x 152 with three
+  constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = CONSUMERS == 2 ? 232 : 152;
   constexpr int STORING_THREADS = 96, BAR_STORING = 3;  // ANY_C: warps 1-3 of the producer warpgroup
   // ANY_C's named barriers (ids 1, 2 are the TMA-store epilogue's): slab cw staged, slab cw read
   constexpr int BAR_STAGED = 4, BAR_READ = 6, BOTH = 128 + STORING_THREADS;
   static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "BN is a wgmma N with a 128-register accumulator at most");
   static_assert(!NARROW_EDGE || BN == 256, "the narrow widths are those of a 256-wide tile's 1-3 live panels");
   static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 blocks; B is split by whole panels");
+  static_assert(BM == 128 || (BM == 192 && TMA_STORE && !NARROW_EDGE && BN <= 192),
+                "three consumers (BM = 192): the TMA-store epilogue, at most 96 accumulators in 152 registers");
   static_assert(!(TMA_STORE && ANY_C), "one epilogue: registers, TMA stores or ANY_C's staged stores");
 
   extern __shared__ char smem_raw[];
   char* const smem = align_1024(smem_raw);
   char* const sA = smem + Smem::A;
   char* const sB = smem + Smem::B;
-  char* const sC = smem + Smem::EPI;  // TMA_STORE: 2 boxes per consumer warpgroup; ANY_C: a slab
+  char* const sC = smem + Smem::EPI;  // TMA_STORE: 2 boxes per consumer warpgroup; ANY_C: a slab each
   __shared__ alignas(8) unsigned long long full[STAGES], empty[STAGES];
   // ANY_C: per consumer slab, DRAINED: the 96 storing threads have read it (one element, never used,
   // in the other forms)
@@ -109,8 +115,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
       mbarrier_init(&drained[0], STORING_THREADS);
       mbarrier_init(&drained[1], STORING_THREADS);
     }
-    // both consumers of every block of the cluster; its fence publishes the slab barriers too
-    init_ring_barriers<STAGES>(full, empty, 2 * CLUSTER_M);
+    // every consumer of every block of the cluster; its fence publishes the slab barriers too
+    init_ring_barriers<STAGES>(full, empty, CONSUMERS * CLUSTER_M);
   }
   sync_cta_or_cluster<CLUSTER_M>();  // every block's barriers exist before any multicast or remote arrival
 
@@ -150,7 +156,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
           const int s = ring.stage;
           mbarrier_wait(&empty[s], ring.phase ^ 1);  // every consumer of the cluster released it
           mbarrier_arrive_expect_tx(&full[s], tx);
-          if constexpr (A_COL) {  // two M-major panels: boxes {64 m, 64 k} of the K x M memory
+          if constexpr (A_COL) {  // BM / 64 M-major panels: boxes {64 m, 64 k} of the K x M memory
 #pragma unroll
             for (int i = 0; i < BM / 64; ++i)
               tma_load_2d(sA + s * A_STAGE + i * B_PANEL_BYTES, &tmap_a, &full[s], m_load + 64 * i, kt * BK);
