@@ -95,17 +95,19 @@ def _persistent(name, *, BM=BM, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STOR
                    **_common(name, dtype, doc, **{"multiple_of": (1, 8, 8), **kw}))
 
 
-def _tile_forms(bn: int, stages: int, doc: str) -> tuple:
-    """Rung 7 (clusters of 2, TMA-store epilogue, strided) with 128 x bn tiles, in fp16 and bf16, then
-    its `_bcol` form (B read column-major: x @ W.T) in both. No NARROW_EDGE: its edge widths are a
-    256-wide tile's (04_persistent.cu asserts BN = 256)."""
-    docs = {("", ""): doc, ("", "_bf16"): f"rung 7 with 128x{bn} tiles in bf16",
-            ("_bcol", ""): f"rung 7 with 128x{bn} tiles and {_FORM_DOC['_bcol']}, no copy",
-            ("_bcol", "_bf16"): f"rung 7 with 128x{bn} tiles and {_FORM_DOC['_bcol']}, no copy, in bf16"}
+def _tile_forms(bn: int, stages: int, doc: str, cluster: int = 2) -> tuple:
+    """Rung 7 (TMA-store epilogue, strided) with 128 x bn tiles, clusters of `cluster` along M, in fp16
+    and bf16, then its `_bcol` form (B read column-major: x @ W.T) in both. No NARROW_EDGE: its edge
+    widths are a 256-wide tile's (04_persistent.cu asserts BN = 256). Without clusters (cluster=1) for
+    small products: a cluster launch costs about 1.5 us more than a plain one (scripts/floor_probe.py)."""
+    c = "_cluster2" if cluster == 2 else ""
+    docs = {("", ""): doc, ("", "_bf16"): f"{doc.split(':')[0]} in bf16",
+            ("_bcol", ""): f"{doc.split(':')[0]} and {_FORM_DOC['_bcol']}, no copy",
+            ("_bcol", "_bf16"): f"{doc.split(':')[0]} and {_FORM_DOC['_bcol']}, no copy, in bf16"}
     return tuple(
-        _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent_cluster2_tma_store_stage{stages}{col}{bf}", BN=bn,
-                    STAGES=stages, CLUSTER_M=2, TMA_STORE=True, B_COL=col == "_bcol", strided=True, dtype=dtype,
-                    doc=docs[col, bf], matmul=_bcol_candidate(TILE[bn]) if col else TILE[bn])
+        _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent{c}_tma_store_stage{stages}{col}{bf}", BN=bn,
+                    STAGES=stages, CLUSTER_M=cluster, TMA_STORE=True, B_COL=col == "_bcol", strided=True,
+                    dtype=dtype, doc=docs[col, bf], matmul=_bcol_candidate(TILE[bn]) if col else TILE[bn])
         for col in ("", "_bcol") for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")))
 
 
@@ -188,7 +190,9 @@ _SMALL_M_FORMS = (
      "split-K (M=64 against a 4096-wide weight: 128 tiles); A boxes of M rows when M < 64"),
     (64, 12, 2, True, "rung 10 with 64x64 tiles, 12 stages, clusters of 2 along M sharing B"),
     (96, 10, 1, True, "rung 10 with 64x96 tiles (three 32-column panels), 10 stages (N = 11008: 115 tiles)"),
+    (64, 12, 1, True, "rung 10 with 64x64 tiles, 12 stages, no clusters (a cluster launch costs ~1.5 us)"),
     (128, 8, 2, True, "rung 10 with 64x128 tiles, 8 stages, clusters of 2 along M sharing B"),
+    (128, 8, 1, True, "rung 10 with 64x128 tiles, 8 stages, no clusters"),
     (128, 8, 2, False, "rung 10 with 64x128 tiles, 8 stages, clusters of 2 along N sharing A"),
     (192, 6, 2, True, "rung 10 with 64x192 tiles, 6 stages, clusters of 2 along M sharing B"),
 )
@@ -271,6 +275,11 @@ VARIANTS: tuple[Variant, ...] = (
     # ---- rung 7 with 128x192 tiles: 3072^3 is 2.2 rounds of 128x256 tiles, 4.4 of 128x128, 2.9 of these
     *_tile_forms(192, 4, "rung 7 with 128x192 tiles (two m64n192k16 slabs; each block of a cluster multicasts "
                          "its panels of 3), 4 stages: for shapes that 128x256 and 128x128 tiles both quantise badly"),
+    # ---- the same without clusters, for small products (a cluster launch costs ~1.5 us more)
+    *_tile_forms(64, 8, "rung 7 with 128x64 tiles and no clusters, 8 stages: small products, where a cluster "
+                        "launch's cost shows", cluster=1),
+    *_tile_forms(128, 6, "rung 7 with 128x128 tiles and no clusters, 6 stages: small products", cluster=1),
+    *_tile_forms(192, 4, "rung 7 with 128x192 tiles and no clusters, 4 stages: small products", cluster=1),
     # ---- rung 7 with 192-row tiles (three consumer warpgroups): 2048x2304 is 132 tiles of 192x192
     *_wg3_forms(192, 3),
     *_wg3_forms(128, 4),
