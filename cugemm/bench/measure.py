@@ -81,6 +81,11 @@ LLM_NK = ((4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096))
 GPT_M = (1, 8, 16, 32, 128, 256, 512, 1024, 4096, 8192)
 GPT_NK = ((3072, 1024), (1024, 1024), (4096, 1024), (1024, 4096), (3840, 1280), (1280, 1280), (5120, 1280),
           (1280, 5120), (2560, 2560), (10240, 2560))
+# linear layers of small decoders (N x K weights: Qwen2.5-0.5B's qkv, o, up and down projections, SmolLM-360M's
+# up and down, a 512-wide encoder's): the sub-1024 hidden sizes the other tuning sets lack; no shape of it
+# is in LINEAR_JUDGE
+SMALL_M = (1, 16, 64, 256, 512, 1024, 2048, 4096, 8192)
+SMALL_NK = ((1152, 896), (896, 896), (4864, 896), (896, 4864), (2560, 960), (960, 2560), (2048, 512), (512, 2048))
 # x @ W.T shapes cugemm.matmul is judged on against torch.matmul (scripts/serving_bench.py): GPT-2 small,
 # Llama-3 8B / 70B, 13B-class layers at 1 to 16384 tokens; no table was fitted to any of them
 LINEAR_JUDGE = ((1, 2304, 768), (8, 3072, 768), (16, 768, 3072), (16, 6144, 4096), (1, 28672, 8192),
@@ -111,6 +116,8 @@ SWEEPS = {
     "llm-mid": lambda cap: [(m, n, k) for n, k in LLM_NK for m in (96, 192, 384, 768, 1536, 2560)],
     # GPT-2 medium / large and 2.7B-class layers (an x @ W.T tuning set)
     "gpt": lambda cap: [(m, n, k) for n, k in GPT_NK for m in GPT_M],
+    # small decoders' layers (SMALL_NK; a tuning set, x @ W.T and row-major)
+    "small-llm": lambda cap: [(m, n, k) for n, k in SMALL_NK for m in SMALL_M],
     # the x @ W.T judge set (scripts/serving_bench.py)
     "linear-judge": lambda cap: list(LINEAR_JUDGE),
     # misaligned rows (cuBLAS leaves its fast kernels) and odd sizes
