@@ -137,7 +137,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     // ---- producer ------------------------------------------------------------------------------
     setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {
-      const unsigned long long b_policy = l2_policy_stream();  // B's L2 lines: evict_first
+      // B's L2 lines: evict_first where a cluster's multicast reads each B panel once for its tile
+      // rows; without clusters (TMA-store forms) the tile rows of a band read it apart, from L2
+      constexpr bool B_STREAM = CLUSTER_M > 1 || !TMA_STORE;
+      const unsigned long long b_policy = B_STREAM ? l2_policy_stream() : 0;
       // Launched with PDL (cugemm.matmul, after the relayout of its operands): everything above ran
       // beside the previous kernel; wait for it before the first read. The other roles touch global
       // memory only through what this thread loads.
@@ -174,8 +177,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
             if constexpr (CLUSTER_M > 1) {
               tma_load_2d_multicast(dst, &tmap_b, &full[s], c0, c1, static_cast<unsigned short>((1u << CLUSTER_M) - 1),
                                     b_policy);
-            } else {
+            } else if constexpr (B_STREAM) {
               tma_load_2d(dst, &tmap_b, &full[s], c0, c1, b_policy);
+            } else {
+              tma_load_2d(dst, &tmap_b, &full[s], c0, c1);
             }
           }
           ring.advance();
