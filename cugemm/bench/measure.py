@@ -121,7 +121,7 @@ SWEEPS = {
     # small K against large M and N (row-major tuning set): the C store, not the flops, sets the time
     "small-k": lambda cap: [(m, n, k) for m, n in ((2048, 2048), (2048, 8192), (8192, 2048), (3072, 3072),
                                                    (3072, 6144), (6144, 3072), (6144, 6144), (8192, 8192))
-                            for k in (16, 32, 64, 128, 256, 384)],
+                            for k in (16, 32, 64, 128, 256, 384, 512, 768)],
     # tall and narrow products (row-major tuning set): many rows against a few columns
     "tall": lambda cap: [(m, n, k) for m in (12288, 40000) for n in (8, 24, 64, 192) for k in (384, 1536, 5000)],
     # the x @ W.T judge set (scripts/serving_bench.py)
