@@ -12,7 +12,9 @@ float32 inputs (`hgemm_wgmma_tf32_*`) whose tensor maps round A and B to TF32 as
 Rung 7's forms for what cugemm.matmul hands it, in fp16 and bf16: `_acol`, `_bcol`, `_acol_bcol`
 read A and/or B column-major without a copy (a.T, and the x @ W.T of a linear layer); `_anyc`
 writes a C that TMA cannot store (2-byte aligned pointer or row stride); 128 x 64 / 128 / 192 tiles
-for the shapes 128 x 256 tiles quantise badly. Rung 7 and these forms are `strided`: any M, K (N: the
+for the shapes 128 x 256 tiles quantise badly, and 192 x 192 / 128 tiles (`_wg3`: three consumer
+warpgroups) for those whose 192-row tiles fill whole rounds; the narrower forms (and rung 10's 64 x 64
+and 64 x 128) also without clusters, whose launch costs ~1.5 us less. Rung 7 and these forms are `strided`: any M, K (N: the
 any-C forms; N % 8 == 0 for TMA stores) and leading dimensions that are multiples of 16 bytes.
 The story of each rung, what it measured, the profiles and what was tried and dropped:
 docs/hgemm_wgmma.md.
