@@ -10,7 +10,7 @@
 // blockIdx.x, + gridDim.x, ... in the grouped order of lib/raster.cuh, the ring's stage and phase
 // running on across tiles (the producer loads tile i + 1 while the consumers finish tile i).
 // Rung 6 (CLUSTER_M = 2) adds clusters along M: block r multicasts B panels r, r + CLUSTER_M, ... to
-// every block of the cluster; EMPTY counts 2 x CLUSTER_M arrivals (thread r of a consumer: block r's).
+// every block of the cluster; EMPTY counts BM / 64 x CLUSTER_M arrivals (thread r of a consumer: block r's).
 // Rung 7 (TMA_STORE) adds the epilogue: each consumer converts its slab one 64 x 64 panel at a time
 // into one of its two 8 KB 128-byte-swizzled staging boxes, fences it for the async proxy, and one
 // thread TMA-stores it (bounded by the tensor map); a box is rewritten only once its previous store
@@ -26,8 +26,8 @@
 //     and an mbarrier DRAINED (each storing thread arrives after its reads, the consumer waits on
 //     phase k - 1 before writing tile k's slab): the ordering of reads before rewrites racecheck
 //     verifies, where the named barrier alone was reported as hazards; waiting on it alone cost 2%.
-//   BM = 192 (TMA_STORE, BN <= 192): three consumer warpgroups, setmaxnreg 40 / 152, for shapes whose
-//     192-row tiles fill whole rounds of the SMs (2048 x 2304: 132 tiles of 192 x 192).
+//   BM = 192 (TMA_STORE, BN <= 192): three consumers, setmaxnreg 40 / 152. B is loaded evict_first
+//     except by the TMA-store forms without clusters, whose tile rows read each B panel apart.
 //   PDL (every form): the producer thread waits in griddepcontrol.wait before its first load; no
 //     other role touches global memory before data it loaded.
 // The copy engine zero-fills box parts past M, N or K; boxes wholly past N are not issued (the
