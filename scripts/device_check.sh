@@ -21,8 +21,10 @@
 #             (scripts/ab_kernels.py; AB_OLD: an earlier kernels/ tree, AB_VARIANTS: a glob). Name it
 #   tune      python -m cugemm tune over the same sets, written as the shipped table
 #             ($OUT/h100.json: copy it to cugemm/tables/ to ship it)
+#   eval      cugemm.matmul on the held-out evaluation set and its named lines (scripts/eval_set.py,
+#             f16 and bf16, flushed and back to back), JSON to results/eval/eval.json. Name it
 # Usage (repo root, on the device): bash scripts/device_check.sh [phase ...]
-#   (default: tests sanitize bench big sweeps repeat peak matmul; mma, tune and serving only when named,
+#   (default: tests sanitize bench big sweeps repeat peak matmul; mma, tune, serving, ab and eval only when named,
 #   e.g. `bash scripts/device_check.sh serving`)
 # Logs, result JSON and plots are collected in one archive, $OUT/device_logs.tgz (or
 # ./device-out/device_logs.tgz), and summarised on stdout. Exit status 1 if a test, a sanitizer, a
@@ -202,6 +204,15 @@ if has serving; then
   else
     echo "scripts/torch_model_bench.py absent: model bench skipped"
   fi
+fi
+
+if has eval; then
+  step "evaluation set (scripts/eval_set.py)"
+  mkdir -p results/eval
+  python3 scripts/eval_set.py --json "$out/eval.json" 2>&1 | tee "$out/eval.txt" | grep -vE "^(f16|bf16) +(llm|square|other) "
+  rc=${PIPESTATUS[0]}; [ "$rc" -eq 0 ] || { echo "eval_set: exit $rc"; status=1; }
+  grep -q WRONG "$out/eval.txt" && { echo "eval_set: a wrong result"; status=1; }
+  [ -f "$out/eval.json" ] && cp "$out/eval.json" results/eval/eval.json
 fi
 
 if has peak; then
