@@ -106,7 +106,7 @@ def cases(seed: int = SEED) -> list[dict]:
     return out
 
 
-def _operands(cupy, testing, dt, M, N, K, b_layout):
+def _operands(testing, dt, M, N, K, b_layout):
     a = testing.random_operands(dt.name, M, 1, K)[0]
     if b_layout == "col":  # W (N x K, row-major) and its view W.T
         b = testing.random_operands(dt.name, N, 1, K)[0].T
@@ -138,7 +138,7 @@ def _warm(cupy, f, g, rounds=5):
 
 
 def measure(cupy, cugemm, accuracy, testing, timer, dt, M, N, K, b_layout) -> dict:
-    a, b = _operands(cupy, testing, dt, M, N, K, b_layout)
+    a, b = _operands(testing, dt, M, N, K, b_layout)
     out = testing.poisoned((M, N), dt.name)
     cugemm.matmul(a, b, out=out)
     err = accuracy.rel_error(out, accuracy.reference(a, b))

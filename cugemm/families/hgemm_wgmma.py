@@ -97,40 +97,32 @@ def _persistent(name, *, BM=BM, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STOR
                    **_common(name, dtype, doc, **{"multiple_of": (1, 8, 8), **kw}))
 
 
-def _tile_forms(bn: int, stages: int, doc: str, cluster: int = 2) -> tuple:
-    """Rung 7 (TMA-store epilogue, strided) with 128 x bn tiles, clusters of `cluster` along M, in fp16
+def _tile_forms(bn: int, stages: int, doc: str, cluster: int = 2, bm: int = BM) -> tuple:
+    """Rung 7 (TMA-store epilogue, strided) with bm x bn tiles, clusters of `cluster` along M, in fp16
     and bf16, then its `_bcol` form (B read column-major: x @ W.T) in both. No NARROW_EDGE: its edge
     widths are a 256-wide tile's (04_persistent.cu asserts BN = 256). Without clusters (cluster=1) for
-    small products: a cluster launch costs about 1.5 us more than a plain one (scripts/floor_probe.py)."""
-    c = "_cluster2" if cluster == 2 else ""
-    docs = {("", ""): doc, ("", "_bf16"): f"{doc.split(':')[0]} in bf16",
-            ("_bcol", ""): f"{doc.split(':')[0]} and {_FORM_DOC['_bcol']}, no copy",
-            ("_bcol", "_bf16"): f"{doc.split(':')[0]} and {_FORM_DOC['_bcol']}, no copy, in bf16"}
+    small products: a cluster launch costs about 1.5 us more than a plain one (scripts/floor_probe.py).
+    bm = 192 (`_wg3`): three consumer warpgroups (setmaxnreg 40 / 152), for shapes whose 192-row tiles
+    fill whole rounds of the SMs where 128-row ones leave a last round partly idle (2048 x 2304: 132
+    tiles of 192 x 192 where 128 x 192 tiles make 192)."""
+    c = ("_wg3" if bm == 192 else "") + ("_cluster2" if cluster == 2 else "")
+    rating = (TILE_WG3 if bm == 192 else TILE)[bn]
+    head = doc.split(":")[0]
+    docs = {("", ""): doc, ("", "_bf16"): f"{head} in bf16",
+            ("_bcol", ""): f"{head} and {_FORM_DOC['_bcol']}, no copy",
+            ("_bcol", "_bf16"): f"{head} and {_FORM_DOC['_bcol']}, no copy, in bf16"}
     return tuple(
-        _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent{c}_tma_store_stage{stages}{col}{bf}", BN=bn,
+        _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent{c}_tma_store_stage{stages}{col}{bf}", BM=bm, BN=bn,
                     STAGES=stages, CLUSTER_M=cluster, TMA_STORE=True, B_COL=col == "_bcol", strided=True,
-                    dtype=dtype, doc=docs[col, bf], matmul=_bcol_candidate(TILE[bn]) if col else TILE[bn])
+                    dtype=dtype, doc=docs[col, bf], matmul=_bcol_candidate(rating) if col else rating)
         for col in ("", "_bcol") for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")))
 
 
 def _wg3_forms(bn: int, stages: int) -> tuple:
-    """Rung 7 with 192 x bn tiles: three consumer warpgroups (setmaxnreg 40 / 152), TMA-store epilogue,
-    strided, without clusters and with clusters of 2 along M, in fp16 and bf16, row-major B and `_bcol`.
-    For shapes whose 192-row tiles fill whole rounds of the SMs where 128-row ones leave a last round
-    partly idle (2048 x 2304: 132 tiles of 192 x 192 where 128 x 192 tiles make 192)."""
-    out = []
-    for cluster in (1, 2):
-        for col in ("", "_bcol"):
-            for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")):
-                c = "_cluster2" if cluster == 2 else ""
-                extra = (f", {_FORM_DOC['_bcol']}, no copy" if col else "") + (" in bf16" if bf else "")
-                out.append(_persistent(
-                    f"hgemm_wgmma_m64n{bn}k16_persistent_wg3{c}_tma_store_stage{stages}{col}{bf}", BM=192, BN=bn,
-                    STAGES=stages, CLUSTER_M=cluster, TMA_STORE=True, B_COL=bool(col), strided=True, dtype=dtype,
-                    matmul=_bcol_candidate(TILE_WG3[bn]) if col else TILE_WG3[bn],
-                    doc=f"rung 7 with 192x{bn} tiles: three consumer warpgroups of m64n{bn}k16 slabs, {stages} "
-                        f"stages{' and clusters of 2 along M' if cluster == 2 else ''}{extra}"))
-    return tuple(out)
+    """Rung 7 with 192 x bn tiles (_tile_forms with bm = 192), without clusters and with clusters of 2."""
+    return tuple(v for cluster in (1, 2) for v in _tile_forms(
+        bn, stages, f"rung 7 with 192x{bn} tiles: three consumer warpgroups of m64n{bn}k16 slabs, {stages} stages"
+        + (", clusters of 2 along M" if cluster == 2 else ""), cluster=cluster, bm=192))
 
 
 # The operand forms of the top rung (A_COL, B_COL) and its any-C sibling, in both 16-bit types.
