@@ -49,6 +49,8 @@ LAUNCH_US = 3.0          # what one more kernel launch (a copy) adds, host and d
 COPY_GBPS = 2000.0       # what a strided copy kernel moves per second (read + write), H100-ish
 MIN_KERNEL_US = 4.0      # no kernel of the zoo finishes faster than this, launch included
 TRANSPOSE_COST = 4.0     # a strided (transposing) copy against a straight one (not measured: a guess)
+ROW_ALIGN = 128          # bytes: the TMA kernels read rows this far apart at full speed (cugemm.tuning's
+                         # 'ragged' class says what others cost), so a copy of A or B gets such rows
 SPLITK_US = 6.0          # the split-K rung's fixed cost (partials, reduction)
 STREAM_GBPS = 2400.0     # the 'stream' kind's operand bandwidth (the skinny rungs' measured rate)
 TILE_GBPS = 1000.0       # the most operand bytes per second a tiled tensor-core kernel was seen to read
@@ -166,16 +168,17 @@ def make_plan(v: Variant, p: Problem) -> tuple[Plan | None, str]:
     pad = dims != (M, N, K)
     Mp, Np, Kp = dims
     elem_align = max(1, v.align // size)
+    row_align = max(elem_align, ROW_ALIGN // size)  # a copy's rows: 128 bytes apart (C's may be 16)
     plan = Plan(v, dims=dims)
     # A (M x K)
     if pad and (Mp != M or Kp != K) or not fits(p.a, v.a_layout, M, K, size, v.strided, v.align):
         plan.copy_a = v.a_layout
         span = _span(v.a_layout, Mp, Kp)
-        plan.ld_a = round_up(span, elem_align) if v.strided else span
+        plan.ld_a = round_up(span, row_align) if v.strided else span
     if pad and (Kp != K or Np != N) or not fits(p.b, v.b_layout, K, N, size, v.strided, v.align):
         plan.copy_b = v.b_layout
         span = _span(v.b_layout, Kp, Np)
-        plan.ld_b = round_up(span, elem_align) if v.strided else span
+        plan.ld_b = round_up(span, row_align) if v.strided else span
     c_elem_align = max(1, v.c_align // size)
     if pad and (Mp != M or Np != N) or not fits(p.c, "row", M, N, size, v.strided, v.c_align):
         plan.via_c = True

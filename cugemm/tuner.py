@@ -124,8 +124,11 @@ def autotune(p: select.Problem, dev_id: int) -> bool:
     p's shape, layouts and type, on this GPU, and record them in the tuning cache, which decides from
     then on (in this process and later ones).
     False, doing nothing, when the cache already holds p's bucket or no operands of p's kind can be
-    made (a strided or unaligned operand: its bucket is not one the tuner's operands fall in)."""
+    made (a strided or unaligned operand, or rows further apart than the tuner's dense operands give:
+    its bucket is not one the tuner's operands fall in)."""
     if tuning.problem_group(p).endswith("unaligned") or not all(op.layout in ("row", "col") for op in (p.a, p.b)):
+        return False
+    if tuning.alignment_class(p) != tuning.dense_class(p.dtype, p.a.layout, p.b.layout, p.M, p.N, p.K):
         return False
     import cupy
 

@@ -5,10 +5,25 @@ bucket, and cupy.matmul's time beside it:
 
     {"format": 1, "entries": {BUCKET: {"shape": [M, N, K], "us": {VARIANT: t, ...}, "baseline_us": t}}}
 
-A bucket is (element type, TF32 allowed, layouts of A and B, whether every operand is 16-byte
-aligned in place, and M, N, K rounded to half octaves: round(2 log2 x)), e.g.
-`float16|row,row|aligned|24,24,20` for 4096 x 4096 x 1024. A time is the whole plan's (its copies
-included), since the layout and alignment class fixes which copies a plan makes.
+A bucket is (element type, TF32 allowed, layouts of A and B, the operands' alignment class, and
+M, N, K rounded to half octaves: round(2 log2 x)), e.g. `float16|row,row|aligned|24,24,20` for
+4096 x 4096 x 1024. A time is the whole plan's (its copies included), since the layout and alignment
+class fixes which copies a plan makes. The alignment classes (alignment_class):
+
+    aligned    every operand 16-byte aligned in place, and A's and B's rows (or columns, for a
+               column-major operand) a multiple of RAGGED_BELOW = 32 bytes apart
+    ragged     every operand 16-byte aligned, but A's or B's rows not 32 bytes apart: 16-bit
+               extents that are odd multiples of 8 (2184^3 in fp16: rows of 4368 bytes)
+    unaligned  some operand not 16-byte aligned: plans copy it
+
+Ragged rows are a class of their own because the TMA kernels read them far slower while cuBLAS does
+not: a row that starts in the middle of a 32-byte sector makes every row of a TMA box straddle one
+more sector and cache line. scripts/stride_probe.py (H200, fp16, microseconds, rows 128-byte / 32-byte
+aligned / as they are): 2184^3 with 128x192 tiles 40.7 / 45.1 / 61.0, 2728^3 73.8 / 84.6 / 107.5; the
+2-CTA-cluster 128x256 form (B multicast: half the TMA requests per CTA) 52.4 / 52.8 / 56.0 and
+63.8 / 64.7 / 67.5; cupy.matmul 36.6 and 61.8 in place. Rows 32 bytes apart (not 128) cost 1-15%
+and stay in the aligned class. A table measured on aligned rows ranks ragged problems wrongly; with no
+ragged bucket near a ragged problem, the aligned buckets answer (Measured).
 
 The tuning cache (`cugemm.tune`, `python -m cugemm tune`) is one JSON file in the user cache
 directory, $CUGEMM_CACHE_DIR or $XDG_CACHE_HOME/cugemm or ~/.cache/cugemm, `tuning.json`; its
@@ -48,18 +63,35 @@ def half_octave(x: int) -> int:
     return round(2 * math.log2(x)) if x >= 1 else 0
 
 
-def group_key(dtype: str, allow_tf32: bool, a_layout: str, b_layout: str, aligned: bool) -> str:
-    return (f"{dtype}{'+tf32' if allow_tf32 else ''}|{a_layout or 'strided'},{b_layout or 'strided'}|"
-            f"{'aligned' if aligned else 'unaligned'}")
+RAGGED_BELOW = 32  # bytes: A's or B's rows not a multiple of this apart make a problem 'ragged'
+
+
+def group_key(dtype: str, allow_tf32: bool, a_layout: str, b_layout: str, alignment: str) -> str:
+    """alignment: 'aligned', 'ragged' or 'unaligned' (alignment_class)."""
+    return f"{dtype}{'+tf32' if allow_tf32 else ''}|{a_layout or 'strided'},{b_layout or 'strided'}|{alignment}"
 
 
 def bucket_key(group: str, M: int, N: int, K: int) -> str:
     return f"{group}|{half_octave(M)},{half_octave(N)},{half_octave(K)}"
 
 
+def alignment_class(p) -> str:
+    """'aligned', 'ragged' or 'unaligned' (the module's docstring) for problem p."""
+    if not all(op.layout and op.align >= 16 for op in (p.a, p.b, p.c)):
+        return "unaligned"
+    size = p.dtype.itemsize
+    return "ragged" if any(op.ld * size % RAGGED_BELOW for op in (p.a, p.b)) else "aligned"
+
+
+def dense_class(dtype, a_layout: str, b_layout: str, M: int, N: int, K: int) -> str:
+    """The alignment class of fresh dense operands of M x N x K in these layouts (the tuner's):
+    'aligned' or 'ragged' (dtype: a cugemm.dtypes.DType)."""
+    lds = (K if a_layout == "row" else M, N if b_layout == "row" else K)
+    return "ragged" if any(ld * dtype.itemsize % RAGGED_BELOW for ld in lds) else "aligned"
+
+
 def problem_group(p) -> str:
-    aligned = all(op.layout and op.align >= 16 for op in (p.a, p.b, p.c))
-    return group_key(p.dtype.name, p.allow_tf32, p.a.layout, p.b.layout, aligned)
+    return group_key(p.dtype.name, p.allow_tf32, p.a.layout, p.b.layout, alignment_class(p))
 
 
 def _split(bucket: str):
@@ -268,6 +300,8 @@ class Measured:
         group = problem_group(p)
         for t in self.tables:
             near = t.near(group, p.M, p.N, p.K, NEIGHBOURS)
+            if not near and group.endswith("|ragged"):  # no ragged bucket near: the aligned ones
+                near = t.near(group[:-len("ragged")] + "aligned", p.M, p.N, p.K, NEIGHBOURS)
             if not near:
                 continue
             if near[0][1] == 0:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import cugemm
-from cugemm import dtypes, operand, serve, tuner
+from cugemm import dtypes, operand, serve, tuner, tuning
 from cugemm.device import Device
 
 H100 = Device(90, 132, 232448, "NVIDIA H100 80GB HBM3")
@@ -85,6 +85,12 @@ def test_autotune_skips_what_the_tuner_cannot_make():
     'unaligned' bucket, which the tuner's fresh operands never fall in: nothing is timed."""
     A, B, C = _records(64, 64, 64, ptr=0x7000_0002)
     p = serve.select.Problem(64, 64, 64, dtypes.FLOAT16, A.layout_class(), B.layout_class(), C.layout_class(), H100)
+    assert tuner.autotune(p, 0) is False
+    # nor rows 128 bytes apart holding ragged extents: dense operands of 2184 x 2184 x 2184 are ragged
+    f16 = dtypes.FLOAT16
+    A, B, C = (operand.of_layout(s, f16, "row", 2240, 0x7000_0000 + i * 2**24) for i, s in enumerate([(2184, 2184)] * 3))
+    p = serve.select.Problem(2184, 2184, 2184, f16, A.layout_class(), B.layout_class(), C.layout_class(), H100)
+    assert tuning.alignment_class(p) == "aligned"
     assert tuner.autotune(p, 0) is False
 
 

@@ -343,3 +343,53 @@ def test_the_model_counts_the_dead_tiles_of_a_cluster():
     t_m = select.model_kernel_us(along_m, p, (192, 5120, 5120))
     t_n = select.model_kernel_us(along_n, p, (192, 5120, 5120))
     assert t_m > 1.5 * t_n
+
+
+def test_ragged_rows_are_a_class_of_their_own():
+    """Rows 16-byte aligned but not 32 bytes apart (A's or B's; C's do not count) make a problem
+    'ragged'; a view whose rows lie 32 bytes apart is 'aligned' whatever its extent."""
+    cls = lambda *a, **k: tuning.alignment_class(problem(*a, **k)[0])  # noqa: E731
+    assert cls(4096, 4096, 4096) == "aligned"
+    assert cls(2184, 2184, 2184) == "ragged"                       # rows of 4368 bytes
+    assert cls(2184, 2184, 2184, a_ld=2240, b_ld=2240) == "aligned"  # the same extents in wider rows
+    assert cls(4096, 2184, 4096) == "ragged"                       # B's rows only
+    assert cls(4096, 2184, 4096, b="col") == "aligned"             # x @ W.T: B's columns are K long
+    assert cls(4096, 4096, 1000, b="col") == "ragged"
+    assert cls(2184, 4096, 4096) == "aligned"                      # M and C's rows do not count
+    assert cls(1616, 1616, 1616) == "aligned"                      # 3232-byte rows: 32 x 101
+    assert cls(2184, 2184, 2184, a_ld=2192, b_ld=2192) == "aligned"
+    assert cls(1024, 1024, 1004, "float32") == "ragged"            # 4016-byte rows
+    assert cls(1024, 1024, 1024, "float32") == "aligned"
+    assert cls(4096, 4096, 4095) == "unaligned"
+    for shape, layouts in (((2184, 2184, 2184), ("row", "row")), ((4096, 4096, 1000), ("row", "col")),
+                           ((4096, 2184, 4096), ("row", "col")), ((520, 4096, 4096), ("col", "row"))):
+        p, *_ = problem(*shape, a=layouts[0], b=layouts[1])
+        assert tuning.dense_class(p.dtype, *layouts, *shape) == tuning.alignment_class(p), (shape, layouts)
+
+
+def test_a_ragged_problem_reads_ragged_buckets_else_aligned_ones(tmp_path):
+    v = "hgemm_wgmma_m64n192k16_persistent_tma_store_stage4"
+    path = tmp_path / "tuning.json"
+    aligned, *_ = problem(2048, 2048, 2048)
+    tuning.merge(path, "gpu", _entry(aligned, {v: 30.0}))
+    ragged, *_ = problem(2056, 2056, 2056)
+    m = tuning.Measured(tuning.load_tuned("gpu", path))
+    assert tuning.problem_group(ragged).endswith("|ragged")
+    t, src = m(get_variant(v), ragged)  # no ragged bucket near: the aligned one answers
+    assert src == "tuned" and 30.0 < t < 32.0  # 2048^3 scaled to 2056^3
+    tuning.merge(path, "gpu", _entry(ragged, {v: 55.0}))
+    m = tuning.Measured(tuning.load_tuned("gpu", path))
+    assert m(get_variant(v), ragged) == (55.0, "tuned")
+    assert m(get_variant(v), aligned) == (30.0, "tuned")  # and the aligned problem keeps its own
+
+
+def test_copies_of_a_and_b_get_rows_128_bytes_apart():
+    """A plan that copies A or B gives the copy 128-byte rows (the TMA kernels read ragged rows
+    slowly); C's workspace keeps 16-byte rows."""
+    p, *_ = problem(4095, 4097, 1023)
+    plan = select.plans(p, names=["hgemm_wgmma_m64n192k16_persistent_tma_store_stage4"])[0][0]
+    assert plan.copy_a == "row" and plan.copy_b == "row" and plan.via_c
+    assert (plan.ld_a, plan.ld_b, plan.ld_c) == (1024, 4160, 4104)
+    # a dense kernel (no leading dimension) gets rows of exactly its padded extent
+    plan = select.plans(p, names=["hgemm_wgmma_m64n256k16_bt_persistent_stage4"])[0][0]
+    assert (plan.ld_a, plan.ld_b, plan.ld_c) == (1024, 4104, 4104)

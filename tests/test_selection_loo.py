@@ -23,7 +23,8 @@ def regrets():
 
 
 def test_every_group_is_evaluated(regrets):
-    assert {"float16|row,col|aligned", "bfloat16|row,col|aligned", "float16|row,row|aligned"} <= set(regrets)
+    assert {"float16|row,col|aligned", "bfloat16|row,col|aligned", "float16|row,row|aligned",
+            "float16|row,row|ragged", "float16|row,col|ragged"} <= set(regrets)
     assert len(regrets["float16|row,col|aligned"]) >= 100
 
 
@@ -33,9 +34,12 @@ def test_left_out_buckets_choose_within_a_few_percent(regrets):
     # row-major buckets, many plans within noise of each other) the same estimator reads 3.8-4.5%, and
     # 1.9 at worst: a tall bucket (40000x192x5000) left out is estimated from neighbours whose N (64,
     # 24) favours another tile width; the model does not count A's re-reads across N tiles.
+    # The ragged groups (rows not 32 bytes apart: 39 row-major and 12 x @ W.T buckets, squares half an
+    # octave apart) are sparse, so a bucket left out has its nearest neighbours a whole half octave away
+    # in M, N and K at once: 8.9-13.4% there, bounded at 15%.
     for group, r in regrets.items():
         gm = math.exp(sum(map(math.log, r)) / len(r))
-        assert gm <= 1.05, (group, gm)
+        assert gm <= (1.15 if group.endswith("|ragged") else 1.05), (group, gm)
         assert max(r) <= 2.0, (group, max(r))
 
 

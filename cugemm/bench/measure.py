@@ -95,6 +95,15 @@ LINEAR_JUDGE = ((1, 2304, 768), (8, 3072, 768), (16, 768, 3072), (16, 6144, 4096
                 (8192, 13824, 5120), (16384, 768, 3072), (16384, 3072, 768), (16384, 1024, 4096),
                 (3000, 3072, 768))
 
+# ragged rows (cugemm.tuning's 'ragged' class: rows not a multiple of 32 bytes apart): squares whose side is
+# an odd multiple of 8, 264 to 8008, and rectangles with ragged K and N (row-major and x @ W.T tuning sets);
+# none of them is in scripts/eval_set.py's evaluation set
+RAGGED_SQUARES = (264, 344, 488, 600, 712, 840, 1000, 1144, 1240, 1384, 1560, 1624, 1752, 1880, 2120, 2232,
+                  2488, 2600, 2968, 3176, 3288, 3752, 4232, 4408, 5192, 6168, 7256, 8008)
+RAGGED_RECTS = ((4096, 2216, 1064), (1536, 5000, 1736), (8192, 1352, 2600), (2048, 6200, 584),
+                (640, 3400, 3400), (12000, 3000, 1000), (256, 4104, 1400), (96, 6000, 2600),
+                (4096, 4096, 1000), (512, 6144, 1736), (8192, 2048, 584), (1024, 3000, 1000))
+
 
 def _grid(ms, ns, ks):
     return [(m, n, k) for m in ms for n in ns for k in ks]
@@ -124,6 +133,10 @@ SWEEPS = {
                             for k in (16, 32, 64, 128, 256, 384, 512, 768)],
     # tall and narrow products (row-major tuning set): many rows against a few columns
     "tall": lambda cap: [(m, n, k) for m in (12288, 40000) for n in (8, 24, 64, 192) for k in (384, 1536, 5000)],
+    # ragged rows: RAGGED_SQUARES and RAGGED_RECTS (row-major tuning set)
+    "ragged": lambda cap: [(s, s, s) for s in RAGGED_SQUARES] + list(RAGGED_RECTS),
+    # ragged rows against a transposed weight: RAGGED_RECTS (x @ W.T tuning set)
+    "ragged-rect": lambda cap: list(RAGGED_RECTS),
     # the x @ W.T judge set (scripts/serving_bench.py)
     "linear-judge": lambda cap: list(LINEAR_JUDGE),
     # misaligned rows (cuBLAS leaves its fast kernels) and odd sizes
