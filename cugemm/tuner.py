@@ -12,6 +12,30 @@ from .version import __version__
 TUNE_PLANS, TUNE_SPREAD = 6, 5.0  # plans timed per shape, and how far behind the best they may be
 AUTOTUNE_PLANS = 12                # plans autotune times for a new bucket: the best half of the tables' and
                                    # of the model's rankings
+# A pair whose cupy.matmul time is over SLOWED x the shape's fastest one ran while the GPU was slowed
+# (seen on H100s: a few pairs in a thousand at 2-10x, cupy.matmul and the plan alike, by unequal
+# factors); it is timed again up to RETRIES times, and a plan still slowed is not recorded
+SLOWED, RETRIES = 1.3, 2
+
+
+def settled(pairs: dict, measure) -> dict:
+    """{name: (us, baseline_us)} with every pair timed while the GPU was slowed (its baseline over
+    SLOWED x the smallest baseline) timed again by measure(name) -> (us, baseline_us), up to RETRIES
+    times, keeping the try with the smallest baseline; a name whose pair stays slowed is left out."""
+    out = dict(pairs)
+    for attempt in range(RETRIES + 1):
+        floor = min((b for _, b in out.values()), default=0.0)
+        slowed = [n for n, (_, b) in out.items() if b > SLOWED * floor]
+        if not slowed:
+            return out
+        for name in slowed:
+            if attempt < RETRIES:
+                again = measure(name)
+                if again[1] < out[name][1]:
+                    out[name] = again
+            else:
+                del out[name]
+    return out
 
 
 def random_operands(dtype, M: int, N: int, K: int, a_layout: str = "row", b_layout: str = "row"):
@@ -77,6 +101,7 @@ def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = 
             extra = own - timed
             todo += [q for q in choice.ranked if q.variant.name in extra]
         rec = {"shape": [M, N, K], "us": {}}
+        timed_rows, runs = {}, {}  # name -> its row, and the callable timing its pair again
         for plan in todo:
             name = plan.variant.name
             row = {"M": M, "N": N, "K": K, "dtype": dt.name, "variant": name, "plan": plan.describe()}
@@ -90,13 +115,25 @@ def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = 
                     rows.append(row)
                     continue
                 base_out = cupy.empty((M, N), dtype=a.dtype)
-                t, tb = timer.measure_pair(lambda: serve.execute(plan, a, b, out),
-                                           lambda: cupy.matmul(a, b, out=base_out))
+
+                def pair(plan=plan, out=out, base_out=base_out):
+                    t, tb = timer.measure_pair(lambda: serve.execute(plan, a, b, out),
+                                               lambda: cupy.matmul(a, b, out=base_out))
+                    return 1e3 * t["median"], 1e3 * tb["median"]
+
+                runs[name] = pair
+                timed_rows[name] = (row, pair(), err)
             except Exception as e:  # a plan that cannot run here is reported, not recorded
                 row.update(status="error", detail=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
                 rows.append(row)
                 continue
-            us, base_us = 1e3 * t["median"], 1e3 * tb["median"]
+        kept = settled({n: r[1] for n, r in timed_rows.items()}, lambda n: runs[n]())
+        for name, (row, first, err) in timed_rows.items():
+            if name not in kept:
+                row.update(status="error", detail=f"timed while the GPU was slowed (cupy.matmul {first[1]:.1f} us)")
+                rows.append(row)
+                continue
+            us, base_us = kept[name]
             rec["us"][name] = us
             rec["baseline_us"] = min(base_us, rec.get("baseline_us", base_us))
             row.update(status="ok", us=us, baseline_us=base_us, pct=100.0 * base_us / us, rel_err=err)

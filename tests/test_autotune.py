@@ -123,3 +123,20 @@ def test_a_new_bucket_is_timed_once_and_decides(tmp_path, monkeypatch):
         monkeypatch.delenv("CUGEMM_AUTOTUNE")
         monkeypatch.delenv("CUGEMM_CACHE_DIR")
         serve.reload_tuning()
+
+
+def test_pairs_timed_while_the_gpu_was_slowed_are_timed_again_or_dropped():
+    """The tuner's guard (tuner.settled): a pair whose cupy.matmul time is far over the shape's
+    fastest is timed again, the try with the smallest baseline kept; one slowed every time is left out."""
+    pairs = {"ok": (20.0, 30.0), "glitch": (120.0, 270.0), "stuck": (90.0, 200.0), "near": (25.0, 36.0)}
+    tries = {"glitch": iter([(60.0, 150.0), (26.0, 29.0)]), "stuck": iter([(80.0, 180.0), (85.0, 190.0)])}
+    asked = []
+
+    def again(name):
+        asked.append(name)
+        return next(tries[name])
+
+    out = tuner.settled(pairs, again)
+    assert out == {"ok": (20.0, 30.0), "glitch": (26.0, 29.0), "near": (25.0, 36.0)}
+    assert sorted(asked) == ["glitch", "glitch", "stuck", "stuck"]
+    assert tuner.settled({}, again) == {}

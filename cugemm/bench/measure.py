@@ -95,6 +95,12 @@ LINEAR_JUDGE = ((1, 2304, 768), (8, 3072, 768), (16, 768, 3072), (16, 6144, 4096
                 (8192, 13824, 5120), (16384, 768, 3072), (16384, 3072, 768), (16384, 1024, 4096),
                 (3000, 3072, 768))
 
+# linear layers of other public decoders (GPT-J-6B, Qwen2.5-3B, StableLM-3B, Llama-3.2-3B, Mistral-NeMo-12B):
+# wide K against small and mid token counts, for tuning x @ W.T and row-major B alike;
+# no model of scripts/eval_set.py's evaluation set has these N x K pairs
+WIDE_M = (1, 4, 16, 48, 96, 160, 320, 640, 1280, 3000, 6000)
+WIDE_NK = ((16384, 4096), (4096, 16384), (11008, 2048), (2048, 11008), (6912, 2560), (2560, 6912),
+           (8192, 3072), (3072, 8192), (14336, 5120), (5120, 14336))
 # ragged rows (cugemm.tuning's 'ragged' class: rows not a multiple of 32 bytes apart): squares whose side is
 # an odd multiple of 8, 264 to 8008, and rectangles with ragged K and N (row-major and x @ W.T tuning sets);
 # none of them is in scripts/eval_set.py's evaluation set
@@ -133,6 +139,8 @@ SWEEPS = {
                             for k in (16, 32, 64, 128, 256, 384, 512, 768)],
     # tall and narrow products (row-major tuning set): many rows against a few columns
     "tall": lambda cap: [(m, n, k) for m in (12288, 40000) for n in (8, 24, 64, 192) for k in (384, 1536, 5000)],
+    # WIDE_NK x WIDE_M (x @ W.T and row-major tuning set)
+    "llm-wide": lambda cap: [(m, n, k) for n, k in WIDE_NK for m in WIDE_M],
     # ragged rows: RAGGED_SQUARES and RAGGED_RECTS (row-major tuning set)
     "ragged": lambda cap: [(s, s, s) for s in RAGGED_SQUARES] + list(RAGGED_RECTS),
     # ragged rows against a transposed weight: RAGGED_RECTS (x @ W.T tuning set)
