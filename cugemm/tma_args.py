@@ -121,12 +121,13 @@ def maps_small_m(v, A, B, C, M, N, K):
     (128-byte swizzle) or, where the tile width is not a multiple of 64, 32 columns (64-byte
     swizzle), boxes of 64 k rows (32 with clusters along M). A 'col' B: W's N x K memory, K-major
     panels of the same 64 or 32 n rows, boxes {64 k, panel n rows} (half the rows with clusters
-    along M), 128-byte swizzled whatever the panel."""
+    along M), 128-byte swizzled whatever the panel; the fitted widths (BN not a multiple of 32, 'col'
+    B only) are one panel of BN n rows."""
     dt, size = v.dtype_in, v.dt_in.itemsize
     p = v.param_dict
     shared = p["CLUSTER"]  # blocks sharing the multicast operand
     a_rows = min(64, -(-M // 8) * 8) if p["ALONG_M"] or shared == 1 else 64 // shared
-    panel = 64 if p["BN"] % 64 == 0 else 32
+    panel = 64 if p["BN"] % 64 == 0 else 32 if p["BN"] % 32 == 0 else p["BN"]  # the last: fitted (B_COL)
     ma = map_a(v, A, M, K, a_rows)
     if v.b_layout == "col":
         n_rows = panel // shared if p["ALONG_M"] else panel

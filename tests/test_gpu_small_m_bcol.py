@@ -4,7 +4,9 @@ of a linear layer, B the transposed view of a dense row-major N x K weight W, re
 Each form on mid-size activations against large weights (M = 64..512 tokens) and on ragged shapes: the
 output starts NaN-poisoned between NaN guard zones (an unwritten element or a write outside C fails),
 checked against the float64 reference (cugemm.accuracy's tolerance), and against the row-major sibling
-(same kernel, B_COL = false) run on the same values with B copied row-major."""
+(same kernel, B_COL = false) run on the same values with B copied row-major. The fitted widths (BN = 40,
+48, 80: one K-major panel of BN n rows) have no row-major sibling: the reference alone judges them, at
+shapes whose last tile is partly past N (N = 1000 = 25 x 40 but not a multiple of 48 or 80)."""
 import pytest
 
 import cugemm
@@ -73,6 +75,8 @@ def test_bcol_form_matches_reference_and_row_major_sibling(name, shape):
     err, ok = accuracy.check(c, ref, v)
     assert ok, f"{name} {shape}: rel err {err:.2e} over {tol}"
 
+    if v.param_dict["BN"] % 32:  # a fitted width: no row-major sibling
+        return
     # the row-major sibling (the same kernel with B_COL = false) on the same values, B copied K x N
     row = cugemm.get_variant(name.replace("_bcol", ""))
     assert row.param_dict == {**v.param_dict, "B_COL": False} and row.b_layout == "row"

@@ -129,7 +129,9 @@ def test_record(v):
     if v.template == "hgemm_wgmma_small_m":  # rung 10: 64-row tiles, one consumer warpgroup + a producer warp
         assert f"_m64n{p['BN']}k16_small_m" in v.name and v.tile == (64, p["BN"], 64)
         assert v.block == (160, 1, 1) and v.multiple_of == (1, 8, 8) and not v.strided
-        assert v.cluster == (p["CLUSTER"], 1, 1) and p["BN"] % 32 == 0
+        assert v.cluster == (p["CLUSTER"], 1, 1)
+        # whole 32-column panels; the fitted widths (any multiple of 8) are x @ W.T forms without clusters
+        assert p["BN"] % 32 == 0 or (p["BN"] % 8 == 0 and p["B_COL"] and p["CLUSTER"] == 1 and "_bcol" in v.name)
         side = "" if p["CLUSTER"] == 1 else f"_cluster{p['CLUSTER']}{'m' if p['ALONG_M'] else 'n'}"
         assert f"small_m{side}_stage" in v.name
         assert v.smem_dynamic == small_m_smem(p["BN"], p["STAGES"])
@@ -435,8 +437,12 @@ def test_small_m_forms_all_have_bcol_forms():
         i = names.index(v.name)
         assert names[i:i + 4] == [v.name, v.name + "_bf16", v.name + "_bcol", v.name + "_bcol_bf16"]
     small = {v.name for v in _family() if v.template == "hgemm_wgmma_small_m"}
-    assert small == {v.name for v in rows} | set(SMALL_M_BCOL)
+    fitted = {v.name for v in _family() if v.template == "hgemm_wgmma_small_m" and v.param_dict["BN"] % 32}
+    assert small == {v.name for v in rows} | set(SMALL_M_BCOL) | fitted
     assert {64, 128} <= {get_variant(n).param_dict["BN"] for n in SMALL_M_BCOL}
+    # the fitted widths: x @ W.T only, in fp16 and bf16
+    assert {get_variant(n).param_dict["BN"] for n in fitted} == {40, 48, 80} and len(fitted) == 6
+    assert all(get_variant(n).b_layout == "col" for n in fitted)
 
 
 @pytest.mark.parametrize("row", _small_m_rows(), ids=lambda v: v.name)

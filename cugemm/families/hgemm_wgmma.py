@@ -192,10 +192,19 @@ _SMALL_M_FORMS = (
 )
 
 
+# Rung 10's fitted widths, `_bcol` only (BN, STAGES): one K-major panel of BN n rows, so that few-row
+# x @ W.T products fill the SMs in one round (N = 2560: 108 tiles of 64 x 48 at M <= 128)
+_SMALL_M_FITTED = ((40, 16), (48, 15), (80, 12))
+
+
 def _small_m_bcol_doc(bn: int, cluster: int, along_m: bool) -> str:
     """The doc line of a rung-10 `_bcol` form."""
     side = ("" if cluster == 1 else ", clusters of 2 along M sharing B (each block multicasts half of every "
             "panel's n rows)" if along_m else ", clusters of 2 along N sharing A")
+    if bn % 32:
+        return (f"rung 10 with 64x{bn} tiles fitted to the SMs and {_FORM_DOC['_bcol']}: one 128-byte-swizzled "
+                f"K-major panel of {bn} n rows (wgmma m64n{bn}k16), no copy (x @ W.T, a few rows against a "
+                "weight whose 32- and 64-wide tile columns leave SMs idle)")
     return (f"rung 10 with 64x{bn} tiles{side} and {_FORM_DOC['_bcol']}: 128-byte-swizzled K-major panels "
             f"of {64 if bn % 64 == 0 else 32} n rows, no copy (x @ W.T for mid-size activations)")
 
@@ -293,6 +302,8 @@ VARIANTS: tuple[Variant, ...] = (
       for b_col in (False, True)
       for v in _small_m(bn, stages, cluster, along_m,
                         _small_m_bcol_doc(bn, cluster, along_m) if b_col else doc, b_col=b_col)),
+    *(v for bn, stages in _SMALL_M_FITTED for v in _small_m(bn, stages, 1, True, _small_m_bcol_doc(bn, 1, True),
+                                                             b_col=True)),
     # ---- the TF32 sibling of the top structure (float32 in and out) --------------------------------
     _tf32("hgemm_wgmma_tf32_m64n256k8_persistent_stage4", matmul=TF32[1],
           doc="float32 GEMM with TF32 wgmma m64n256k8 (C^T = B^T A^T, B^T from registers), persistent "

@@ -24,8 +24,13 @@
 // BN; a panel of P n-rows (P = 64, or 32 where BN is not a multiple of 64) is one TMA box {64 k, P n}
 // of W's memory at p * P * 128. Clusters along M split each panel along n: block r multicasts pieces
 // r, r + CLUSTER, ... of Q = P / CLUSTER n-rows (pieces wholly past N are not copied).
+// Fitted widths (B_COL only, BN = 40, 48, 80: a multiple of 8 but not of 32): the K-major tile is
+// one panel of P = BN n rows (one box), so the tile count can be fitted to the SMs (N = 2560 in 64 x 48
+// tiles: 54 per tile row, 108 at M <= 128, where 64 x 32 tiles make 160 and 64 x 64 make 80). A
+// K-major tile holds any whole number of 8-row swizzle atoms; a row-major B's 64-byte-swizzled panels
+// need 32 columns, so the row-major form keeps BN % 32 == 0.
 //
-// Template parameters: BN (32, 64, 96, 128, 192; a wgmma N), STAGES, GROUP (tile rows per raster
+// Template parameters: BN (32, 64, 96, 128, 192; B_COL also 40, 48, 80; a wgmma N), STAGES, GROUP (tile rows per raster
 // band, in cluster tiles), CLUSTER (1 or 2; __cluster_dims__), ALONG_M, B_COL, T. Fixed: BM = 64,
 // BK = 64.
 // Launch: block = (160, 1, 1), grid = (min(cluster tiles, SMs / CLUSTER) * CLUSTER, 1, 1); dynamic
@@ -33,7 +38,7 @@
 //   extra kernel arguments: tensor maps of A (box {64, min(64, M rounded up to 8)}, or {64, 32} for
 //   clusters along N; 128-byte swizzle) and B (box {P, 64}, or {P, 32} for clusters along M; P = 64
 //   with the 128-byte swizzle, or 32 with the 64-byte one; B_COL: a map of W's N x K memory, box
-//   {64, P}, or {64, P / 2} for clusters along M, 128-byte swizzle).
+//   {64, P}, or {64, P / 2} for clusters along M, 128-byte swizzle; P = BN for the fitted widths).
 // Preconditions: N % 8 == 0, K % 8 == 0, C dense (row stride N); B dense (row stride N; B_COL:
 //   column stride K, W's rows); a, b, c 16-byte aligned; M * N, M * K, K * N < 2^31; sm_90a.
 #include "../lib/barrier.cuh"
@@ -42,13 +47,10 @@
 #include "../lib/tma.cuh"
 #include "hgemm_wgmma.cuh"
 
-// Shared memory: the ring of 64 x 64 A tiles and 64 x BN B tiles (BN / 64 panels of 64 columns, or
-// BN / 32 panels of 32 where BN is not a multiple of 64).
+// Shared memory: the ring of 64 x 64 A tiles and 64 x BN B tiles, BN x 128 bytes in every layout
+// (BN / 64 panels of 64 columns, BN / 32 panels of 32, or one K-major panel of BN n rows).
 template <int BN, int STAGES>
-using SmallMSmem = hgemm_wgmma::RingSmem<64 * hgemm_wgmma::A_ROW_BYTES,
-                                         BN % 64 != 0 ? (BN / 32) * hgemm_wgmma::B_P32_PANEL_BYTES
-                                                      : (BN / 64) * hgemm_wgmma::B_PANEL_BYTES,
-                                         STAGES>;
+using SmallMSmem = hgemm_wgmma::RingSmem<64 * hgemm_wgmma::A_ROW_BYTES, BN * hgemm_wgmma::BK * 2, STAGES>;
 template <int BN, int STAGES, int GROUP, int CLUSTER, bool ALONG_M, bool B_COL, class T>
 __device__ constexpr int hgemm_wgmma_small_m_smem_bytes = SmallMSmem<BN, STAGES>::BYTES;
 
@@ -60,16 +62,19 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
   using Smem = SmallMSmem<BN, STAGES>;
   constexpr int BM = 64;
   constexpr int A_STAGE = Smem::A_STAGE;                           // 8 KB
-  constexpr bool P32 = BN % 64 != 0;                               // 32-column B panels (B_P32)
-  constexpr int P = P32 ? 32 : 64;                                 // B columns per panel
-  constexpr int PANEL_BYTES = P32 ? B_P32_PANEL_BYTES : B_PANEL_BYTES;
+  constexpr bool FITTED = BN % 32 != 0;                           // one K-major panel of BN n rows
+  constexpr bool P32 = !FITTED && BN % 64 != 0;                    // 32-column B panels (B_P32)
+  constexpr int P = FITTED ? BN : P32 ? 32 : 64;                   // B columns per panel
+  constexpr int PANEL_BYTES = FITTED ? BN * 128 : P32 ? B_P32_PANEL_BYTES : B_PANEL_BYTES;
   constexpr int PANELS = BN / P;
   constexpr int B_STAGE = Smem::B_STAGE;                           // PANELS * PANEL_BYTES
   constexpr int PART = BK / CLUSTER;  // rows of the shared box each block copies: k rows of every B
                                       // panel (ALONG_M) or m rows of the A tile (along N)
   // B_COL: n rows per B box (a panel, or a block's piece of one for clusters along M), 128 bytes each
   constexpr int Q = (CLUSTER > 1 && ALONG_M) ? P / CLUSTER : P;
-  static_assert(BN % 32 == 0 && BN <= 192, "BN: whole 32-column panels, a wgmma N of at most 96 accumulators");
+  static_assert((BN % 32 == 0 || (B_COL && BN % 8 == 0)) && BN <= 192,
+                "BN: whole 32-column panels (B_COL: whole 8-row swizzle atoms), a wgmma N of at most 96 accumulators");
+  static_assert(B_STAGE == PANELS * PANEL_BYTES, "the B tile is its panels");
   static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 blocks");
   static_assert(!B_COL || (PANEL_BYTES == P * 128 && Q % 8 == 0),
                 "B_COL: a panel is P K-major rows of 128 bytes, a box whole 1024-byte swizzle atoms");
