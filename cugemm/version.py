@@ -1,2 +1,2 @@
 """cugemm's version (the same as pyproject.toml's)."""
-__version__ = "0.3.0"
+__version__ = "0.3.1"
