@@ -86,14 +86,16 @@ def maps_abc16(v, A, B, C, M, N, K):
 
 def maps_persistent(v, A, B, C, M, N, K):
     """The wgmma persistent rungs and their forms: A (box {64 k, 128 rows}; 'col': box {64 m, 64 k}
-    of the K x M memory), B (map_b), then C (box {64, 64}, what a consumer's staging box holds) or,
+    of the K x M memory), B (map_b; the fitted widths: {64 k, BN / CLUSTER_M n}), then C (box {64, 64}, what a consumer's staging box holds) or,
     for ANY_C, C's row stride in elements."""
     size = v.dt_in.itemsize
     if v.a_layout == "col":
         ma = tma.tensor_map_2d(A.ptr, v.dtype_in, K, M, row_stride(A, M, size, "col"), (64, BK))
     else:
         ma = map_a(v, A, M, K, v.tile[0])
-    mb = map_b(v, B, K, N)
+    bn = v.param_dict["BN"]
+    # a fitted width (BN not a multiple of 64, 'col' B): each block of a cluster copies BN / CLUSTER_M n rows
+    mb = map_b(v, B, K, N, bn // v.cluster[0] if bn % 64 else 64)
     if v.param_dict.get("ANY_C"):
         osize = v.dt_out.itemsize
         return ma, mb, np.int32(row_stride(C, N, osize) // osize if M > 1 else N)

@@ -37,6 +37,11 @@ BT = Candidate(630.0, "persistent", 6)        # rung 8 without clusters
 TILE = {192: Candidate(610.0, "persistent", 7), 128: Candidate(600.0, "persistent", 9),
         64: Candidate(520.0, "persistent", 11)}  # rung 7 with 128 x 192 / 128 / 64 tiles
 TILE_WG3 = {192: Candidate(615.0, "persistent", 8), 128: Candidate(600.0, "persistent", 10)}  # 192 x 192 / 128
+# rung 7's fitted widths (x @ W.T, 128 x bn tiles): narrower tiles re-read A more, so lower nominal rates
+FITTED = {48: Candidate(480.0, "persistent", 14), 80: Candidate(540.0, "persistent", 15),
+          112: Candidate(570.0, "persistent", 16), 144: Candidate(590.0, "persistent", 17),
+          160: Candidate(595.0, "persistent", 18), 208: Candidate(610.0, "persistent", 19),
+          224: Candidate(615.0, "persistent", 20)}
 ANYC_128 = Candidate(570.0, "persistent", 13)
 TF32 = Candidate(350.0, "persistent", 0), Candidate(340.0, "persistent", 1)  # with / without clusters
 
@@ -116,6 +121,24 @@ def _tile_forms(bn: int, stages: int, doc: str, cluster: int = 2, bm: int = BM) 
                     STAGES=stages, CLUSTER_M=cluster, TMA_STORE=True, B_COL=col == "_bcol", strided=True,
                     dtype=dtype, doc=docs[col, bf], matmul=_bcol_candidate(rating) if col else rating)
         for col in ("", "_bcol") for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")))
+
+
+def _fitted_forms(bn: int, stages: int) -> tuple:
+    """Rung 7 with 128 x bn tiles of a fitted width (bn a multiple of 16, not of 64), `_bcol` only, no
+    clusters, fp16 and bf16: dense operands (C's last bn % 64 columns are written from registers with
+    C's row stride N), so a strided one is copied."""
+    doc = (f"rung 7 with 128x{bn} tiles fitted to the SMs and {_FORM_DOC['_bcol']}: one K-major B box of "
+           f"{bn} n rows, wgmma m64n{bn}k16, {bn // 64} TMA-stored 64-column panels and {bn % 64} columns "
+           f"from registers, {stages} stages, dense operands")
+    return tuple(
+        _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent_tma_store_stage{stages}_bcol{bf}", BN=bn, STAGES=stages,
+                    TMA_STORE=True, B_COL=True, dtype=dtype, doc=doc if not bf else f"{doc.split(':')[0]} in bf16",
+                    matmul=FITTED[bn])
+        for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")))
+
+
+# Rung 7's fitted widths (bn, stages): the ring plus 32 KB of staging boxes within 227 KB
+_FITTED_FORMS = ((48, 8), (80, 7), (112, 6), (144, 5), (160, 5), (208, 4), (224, 4))
 
 
 def _wg3_forms(bn: int, stages: int) -> tuple:
@@ -286,6 +309,8 @@ VARIANTS: tuple[Variant, ...] = (
     # ---- rung 7 with 192-row tiles (three consumer warpgroups): 2048x2304 is 132 tiles of 192x192
     *_wg3_forms(192, 3),
     *_wg3_forms(128, 4),
+    # ---- rung 7 with fitted widths (x @ W.T): tile counts fitted to the SMs -------------------------
+    *(v for bn, stages in _FITTED_FORMS for v in _fitted_forms(bn, stages)),
     _persistent("hgemm_wgmma_m64n128k16_persistent_cluster2_anyc_stage6", BN=128, STAGES=6, CLUSTER_M=2,
                 ANY_C=True, strided=True, matmul=ANYC_128,
                 doc="the any-C sibling with 128x128 tiles: 6 stages beside the 32 KB of slabs, and an N one "

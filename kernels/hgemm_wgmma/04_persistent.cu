@@ -28,16 +28,22 @@
 //     verifies, where the named barrier alone was reported as hazards; waiting on it alone cost 2%.
 //   BM = 192 (TMA_STORE, BN <= 192): three consumers, setmaxnreg 40 / 152. B is loaded evict_first
 //     except by the TMA-store forms without clusters, whose tile rows read each B panel apart.
+//   Fitted widths (BN a multiple of 16 but not of 64: B_COL, TMA_STORE, BM = 128, C dense): tile
+//     counts fitted to the SMs where 64-column steps leave a round partly idle (1024 x 768 in 128 x 48
+//     tiles: 128 of them; 128 x 64 make 96, 128 x 32 would halve the tile's work). The K-major B tile
+//     is BN whole 128-byte rows: one box {64 k, BN / CLUSTER_M n} per block, multicast to the cluster
+//     (pieces wholly past N not copied). The epilogue TMA-stores the BN / 64 whole 64-column panels
+//     and writes the last BN % 64 columns from registers (store_slab_from; C's row stride is N).
 //   PDL (every form): the producer thread waits in griddepcontrol.wait before its first load; no
 //     other role touches global memory before data it loaded.
 // The copy engine zero-fills box parts past M, N or K; boxes wholly past N are not issued (the
 // expected bytes count the issued ones), nor A boxes wholly past M (such a block computes a copy).
-// Template parameters: BM (128, 192), BN (64, 128, 192, 256), STAGES, GROUP (tile rows per raster
+// Template parameters: BM (128, 192), BN (64, 128, 192, 256; fitted: 48, 80, 112, 144, 160, 208, 224), STAGES, GROUP (tile rows per raster
 //   band, in cluster tiles), CLUSTER_M (1, 2), TMA_STORE, ANY_C, A_COL, B_COL, NARROW_EDGE, T. BK = 64.
 // Launch: block = (128 + 2 BM, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1); dynamic
 //   shared memory hgemm_wgmma_persistent_smem_bytes<...> (PersistentSmem); extra arguments: maps of A
-//   (box {64, BM}; A_COL: {64, 64} of the K x M memory), B (box {64, 64}; B_COL: of the N x K memory)
-//   and C (box {64, 64}), 128-byte swizzled; ANY_C: C's row stride (int, elements) instead of C's map.
+//   (box {64, BM}; A_COL: {64, 64} of the K x M memory), B (box {64, 64}; B_COL: of the N x K memory;
+//   fitted: {64, BN / CLUSTER_M}) and C (box {64, 64}), 128-byte swizzled; ANY_C: C's row stride (int, elements) instead of C's map.
 // Preconditions: leading dimensions of A, B and C multiples of 16 bytes (dense: K % 8 == 0, N % 8 ==
 //   0), a, b, c 16-byte aligned (ANY_C: c and its row stride 2-byte aligned, any N; TMA-store forms:
 //   N % 8 == 0, a TMA store writes a row's last 16-byte piece whole); M * N, M * K, K * N < 2^31.
@@ -51,7 +57,7 @@
 // two 64 x 64 boxes per consumer warpgroup, ANY_C one whole 64 x BN slab (BN / 64 boxes) per consumer.
 template <int BM, int BN, int STAGES, bool TMA_STORE, bool ANY_C>
 using PersistentSmem =
-    hgemm_wgmma::RingSmem<BM * hgemm_wgmma::A_ROW_BYTES, (BN / 64) * hgemm_wgmma::B_PANEL_BYTES, STAGES,
+    hgemm_wgmma::RingSmem<BM * hgemm_wgmma::A_ROW_BYTES, BN * hgemm_wgmma::BK * 2, STAGES,
                           (TMA_STORE ? 2 * (BM / 64) * hgemm_wgmma::BOX_BYTES : 0) +
                               (ANY_C ? 2 * (BN / 64) * hgemm_wgmma::BOX_BYTES : 0)>;
 template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL,
@@ -81,7 +87,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   constexpr int CONSUMERS = BM / 64;  // consumer warpgroups, one 64-row slab each
   constexpr int A_STAGE = Smem::A_STAGE;
   constexpr int B_STAGE = Smem::B_STAGE;
-  constexpr int PANELS = BN / 64;                       // B panels per tile (and C panels per slab)
+  constexpr bool FITTED = BN % 64 != 0;                  // a fitted width (header)
+  constexpr int PANELS = BN / 64;                       // B panels per tile (and whole C panels per slab)
+  constexpr int PIECE = BN / CLUSTER_M;                 // FITTED: n rows of B each block of a cluster copies
   constexpr int MY_PANELS = (PANELS + CLUSTER_M - 1) / CLUSTER_M;  // B panels this block copies at most
   constexpr int BOX = BOX_BYTES;                        // one 64 x 64 staging box of C
   constexpr int SLAB = PANELS * BOX;                    // ANY_C: a consumer's whole slab, staged
@@ -90,7 +98,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   constexpr int STORING_THREADS = 96, BAR_STORING = 3;  // ANY_C: warps 1-3 of the producer warpgroup
   // ANY_C's named barriers (ids 1, 2 are the TMA-store epilogue's): slab cw staged, slab cw read
   constexpr int BAR_STAGED = 4, BAR_READ = 6, BOTH = 128 + STORING_THREADS;
-  static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "BN is a wgmma N with a 128-register accumulator at most");
+  static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256 || (FITTED && BN % 16 == 0 && BN < 256),
+                "BN is a wgmma N with a 128-register accumulator at most");
+  static_assert(!FITTED || (B_COL && TMA_STORE && !A_COL && !NARROW_EDGE && BM == 128 && PIECE % 8 == 0),
+                "fitted widths: a K-major B (whole 8-row swizzle atoms per block), the TMA-store epilogue, BM = 128");
   static_assert(!NARROW_EDGE || BN == 256, "the narrow widths are those of a 256-wide tile's 1-3 live panels");
   static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 blocks; B is split by whole panels");
   static_assert(BM == 128 || (BM == 192 && TMA_STORE && !NARROW_EDGE && BN <= 192),
@@ -154,7 +165,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         // B panels wholly past N are not copied (their stale columns only reach columns of C
         // that are never stored); every block of the cluster skips the same ones.
         const int live = min(PANELS, (N - n0 + 63) / 64);
-        const unsigned tx = A_STAGE + live * B_PANEL_BYTES;
+        // FITTED: the cluster's pieces of PIECE n rows that start inside N (every block receives them all)
+        const int live_pieces = min(CLUSTER_M, (N - n0 + PIECE - 1) / PIECE);
+        const unsigned tx = A_STAGE + (FITTED ? live_pieces * PIECE * 128 : live * B_PANEL_BYTES);
         for (int kt = 0; kt < num_kt; ++kt) {
           const int s = ring.stage;
           mbarrier_wait(&empty[s], ring.phase ^ 1);  // every consumer of the cluster released it
@@ -165,6 +178,21 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
               tma_load_2d(sA + s * A_STAGE + i * B_PANEL_BYTES, &tmap_a, &full[s], m_load + 64 * i, kt * BK);
           } else {
             tma_load_2d(sA + s * A_STAGE, &tmap_a, &full[s], kt * BK, m_load);
+          }
+          if constexpr (FITTED) {  // block r copies n rows r * PIECE .. of the K-major tile
+            if (rank < live_pieces) {
+              char* const dst = sB + s * B_STAGE + rank * PIECE * 128;
+              if constexpr (CLUSTER_M > 1) {
+                tma_load_2d_multicast(dst, &tmap_b, &full[s], kt * BK, n0 + rank * PIECE,
+                                      static_cast<unsigned short>((1u << CLUSTER_M) - 1), b_policy);
+              } else if constexpr (B_STREAM) {
+                tma_load_2d(dst, &tmap_b, &full[s], kt * BK, n0, b_policy);
+              } else {
+                tma_load_2d(dst, &tmap_b, &full[s], kt * BK, n0);
+              }
+            }
+            ring.advance();
+            continue;
           }
 #pragma unroll
           for (int i = 0; i < MY_PANELS; ++i) {
@@ -259,6 +287,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
           }
         }
         box_flip ^= PANELS & 1;
+        // FITTED: the last BN % 64 columns from registers (the final accumulators; C dense)
+        if constexpr (FITTED) store_slab_from<T, PANELS * 8>(c, acc, row0 + 16 * w + g, n0 + 2 * t4, M, N);
       } else if constexpr (ANY_C) {
         char* const slab = sC + cw * SLAB;
         // Restaging waits until the storing warps have read the last slab: asleep in the READ named

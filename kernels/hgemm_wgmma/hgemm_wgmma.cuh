@@ -131,21 +131,28 @@ __device__ __forceinline__ void end_group(float (&acc)[NACC]) {
 // c_row: row `row` of C (this thread's row 16w + g of the slab, offset to the tile); col: the
 // thread's first column (n0 + 2t). Rows >= M and columns >= N are not written (N % 2 == 0, so a
 // pair is either wholly inside or wholly outside). The accumulators must be final (wait_group<0>).
-template <class T, int NACC>
-__device__ __forceinline__ void store_slab(T* __restrict__ c, const float (&acc)[NACC], int row, int col,
-                                           int M, int N) {
+// store_slab_from<T, J0>: only the 8-column groups J0 .. of the slab (columns 8 J0 ..: a fitted tile's
+// last columns, after its whole 64-column panels went out through TMA).
+template <class T, int J0, int NACC>
+__device__ __forceinline__ void store_slab_from(T* __restrict__ c, const float (&acc)[NACC], int row, int col,
+                                                int M, int N) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = row + 8 * h;
     if (r < M) {
       T* const c_row = c + static_cast<size_t>(r) * N;
 #pragma unroll
-      for (int j = 0; j < NACC / 4; ++j) {
+      for (int j = J0; j < NACC / 4; ++j) {
         const int n = col + 8 * j;
         if (n < N) *reinterpret_cast<unsigned*>(c_row + n) = pack2<T>(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
       }
     }
   }
+}
+template <class T, int NACC>
+__device__ __forceinline__ void store_slab(T* __restrict__ c, const float (&acc)[NACC], int row, int col,
+                                           int M, int N) {
+  store_slab_from<T, 0>(c, acc, row, col, M, N);
 }
 
 // ---- epilogue 2: one 64 x 64 panel of the slab into a 128-byte-swizzled staging box -------------
