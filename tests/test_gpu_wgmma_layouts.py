@@ -173,7 +173,8 @@ def test_any_c_row_parities(N, guard):
     assert ok, f"N={N}, guard {guard}: rel err {err:.2e}"
 
 
-# Rung 7's fitted widths (BN = 48 .. 224, not a multiple of 64; x @ W.T only, dense operands): each
+# Rung 7's fitted widths (BN = 48 .. 224, not a multiple of 64, and 192 x 144 / 160; x @ W.T only, dense
+# operands): each
 # against the float64 reference with C dense between NaN guard zones; the shapes leave a partial last
 # tile column at every width (N = 776, 1000, 1048) and a partial last tile row, one K-tile of 8, and
 # (1024, 768, 3072) the judge's shape the widths were made for.
@@ -183,7 +184,8 @@ FITTED_CASES = [(n, s) for s in FITTED_SHAPES for n in FITTED]
 
 
 def test_fitted_forms_are_registered():
-    assert len(FITTED) == 14 and all(n.endswith(("_bcol", "_bcol_bf16")) for n in FITTED)
+    assert len(FITTED) == 18 and all(n.endswith(("_bcol", "_bcol_bf16")) for n in FITTED)
+    assert sum("_wg3_" in n for n in FITTED) == 4  # 192 x 144 and 192 x 160
 
 
 @pytest.mark.parametrize("name,shape", FITTED_CASES, ids=[f"{n}-{'x'.join(map(str, s))}" for n, s in FITTED_CASES])

@@ -42,6 +42,7 @@ FITTED = {48: Candidate(480.0, "persistent", 14), 80: Candidate(540.0, "persiste
           112: Candidate(570.0, "persistent", 16), 144: Candidate(590.0, "persistent", 17),
           160: Candidate(595.0, "persistent", 18), 208: Candidate(610.0, "persistent", 19),
           224: Candidate(615.0, "persistent", 20)}
+FITTED_WG3 = {144: Candidate(600.0, "persistent", 21), 160: Candidate(605.0, "persistent", 22)}  # 192 x 144 / 160
 ANYC_128 = Candidate(570.0, "persistent", 13)
 TF32 = Candidate(350.0, "persistent", 0), Candidate(340.0, "persistent", 1)  # with / without clusters
 
@@ -123,22 +124,25 @@ def _tile_forms(bn: int, stages: int, doc: str, cluster: int = 2, bm: int = BM) 
         for col in ("", "_bcol") for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")))
 
 
-def _fitted_forms(bn: int, stages: int) -> tuple:
-    """Rung 7 with 128 x bn tiles of a fitted width (bn a multiple of 16, not of 64), `_bcol` only, no
+def _fitted_forms(bn: int, stages: int, bm: int = BM) -> tuple:
+    """Rung 7 with bm x bn tiles of a fitted width (bn a multiple of 16, not of 64), `_bcol` only, no
     clusters, fp16 and bf16: dense operands (C's last bn % 64 columns are written from registers with
-    C's row stride N), so a strided one is copied."""
-    doc = (f"rung 7 with 128x{bn} tiles fitted to the SMs and {_FORM_DOC['_bcol']}: one K-major B box of "
+    C's row stride N), so a strided one is copied. bm = 192 (`_wg3`): three consumer warpgroups."""
+    wg3 = "_wg3" if bm == 192 else ""
+    doc = (f"rung 7 with {bm}x{bn} tiles fitted to the SMs and {_FORM_DOC['_bcol']}: one K-major B box of "
            f"{bn} n rows, wgmma m64n{bn}k16, {bn // 64} TMA-stored 64-column panels and {bn % 64} columns "
            f"from registers, {stages} stages, dense operands")
     return tuple(
-        _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent_tma_store_stage{stages}_bcol{bf}", BN=bn, STAGES=stages,
-                    TMA_STORE=True, B_COL=True, dtype=dtype, doc=doc if not bf else f"{doc.split(':')[0]} in bf16",
-                    matmul=FITTED[bn])
+        _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent{wg3}_tma_store_stage{stages}_bcol{bf}", BM=bm, BN=bn,
+                    STAGES=stages, TMA_STORE=True, B_COL=True, dtype=dtype,
+                    doc=doc if not bf else f"{doc.split(':')[0]} in bf16", matmul=(FITTED_WG3 if wg3 else FITTED)[bn])
         for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")))
 
 
-# Rung 7's fitted widths (bn, stages): the ring plus 32 KB of staging boxes within 227 KB
-_FITTED_FORMS = ((48, 8), (80, 7), (112, 6), (144, 5), (160, 5), (208, 4), (224, 4))
+# Rung 7's fitted widths (bm, bn, stages): the ring plus the staging boxes (32 KB for two consumers, 48
+# KB for three) within 227 KB; 192-row tiles as cuBLAS runs some x @ W.T layers (192x144, 192x160)
+_FITTED_FORMS = ((BM, 48, 8), (BM, 80, 7), (BM, 112, 6), (BM, 144, 5), (BM, 160, 5), (BM, 208, 4), (BM, 224, 4),
+                 (192, 144, 4), (192, 160, 4))
 
 
 def _wg3_forms(bn: int, stages: int) -> tuple:
@@ -310,7 +314,7 @@ VARIANTS: tuple[Variant, ...] = (
     *_wg3_forms(192, 3),
     *_wg3_forms(128, 4),
     # ---- rung 7 with fitted widths (x @ W.T): tile counts fitted to the SMs -------------------------
-    *(v for bn, stages in _FITTED_FORMS for v in _fitted_forms(bn, stages)),
+    *(v for bm, bn, stages in _FITTED_FORMS for v in _fitted_forms(bn, stages, bm)),
     _persistent("hgemm_wgmma_m64n128k16_persistent_cluster2_anyc_stage6", BN=128, STAGES=6, CLUSTER_M=2,
                 ANY_C=True, strided=True, matmul=ANYC_128,
                 doc="the any-C sibling with 128x128 tiles: 6 stages beside the 32 KB of slabs, and an N one "

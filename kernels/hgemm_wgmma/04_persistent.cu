@@ -28,7 +28,7 @@
 //     verifies, where the named barrier alone was reported as hazards; waiting on it alone cost 2%.
 //   BM = 192 (TMA_STORE, BN <= 192): three consumers, setmaxnreg 40 / 152. B is loaded evict_first
 //     except by the TMA-store forms without clusters, whose tile rows read each B panel apart.
-//   Fitted widths (BN a multiple of 16 but not of 64: B_COL, TMA_STORE, BM = 128, C dense): tile
+//   Fitted widths (BN a multiple of 16 but not of 64: B_COL, TMA_STORE, C dense; BM = 192 too): tile
 //     counts fitted to the SMs where 64-column steps leave a round partly idle (1024 x 768 in 128 x 48
 //     tiles: 128 of them; 128 x 64 make 96, 128 x 32 would halve the tile's work). The K-major B tile
 //     is BN whole 128-byte rows: one box {64 k, BN / CLUSTER_M n} per block, multicast to the cluster
@@ -38,7 +38,8 @@
 //     other role touches global memory before data it loaded.
 // The copy engine zero-fills box parts past M, N or K; boxes wholly past N are not issued (the
 // expected bytes count the issued ones), nor A boxes wholly past M (such a block computes a copy).
-// Template parameters: BM (128, 192), BN (64, 128, 192, 256; fitted: 48, 80, 112, 144, 160, 208, 224), STAGES, GROUP (tile rows per raster
+// Template parameters: BM (128, 192), BN (64, 128, 192, 256; fitted: 48, 80, 112, 144, 160, 208, 224; with
+//   BM = 192: 144, 160), STAGES, GROUP (tile rows per raster
 //   band, in cluster tiles), CLUSTER_M (1, 2), TMA_STORE, ANY_C, A_COL, B_COL, NARROW_EDGE, T. BK = 64.
 // Launch: block = (128 + 2 BM, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1); dynamic
 //   shared memory hgemm_wgmma_persistent_smem_bytes<...> (PersistentSmem); extra arguments: maps of A
@@ -100,8 +101,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   constexpr int BAR_STAGED = 4, BAR_READ = 6, BOTH = 128 + STORING_THREADS;
   static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256 || (FITTED && BN % 16 == 0 && BN < 256),
                 "BN is a wgmma N with a 128-register accumulator at most");
-  static_assert(!FITTED || (B_COL && TMA_STORE && !A_COL && !NARROW_EDGE && BM == 128 && PIECE % 8 == 0),
-                "fitted widths: a K-major B (whole 8-row swizzle atoms per block), the TMA-store epilogue, BM = 128");
+  static_assert(!FITTED || (B_COL && TMA_STORE && !A_COL && !NARROW_EDGE && PIECE % 8 == 0),
+                "fitted widths: a K-major B (whole 8-row swizzle atoms per block), the TMA-store epilogue");
   static_assert(!NARROW_EDGE || BN == 256, "the narrow widths are those of a 256-wide tile's 1-3 live panels");
   static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 blocks; B is split by whole panels");
   static_assert(BM == 128 || (BM == 192 && TMA_STORE && !NARROW_EDGE && BN <= 192),
