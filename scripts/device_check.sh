@@ -20,7 +20,11 @@
 #   ab        changed kernels timed against their old source in one process, alternating
 #             (scripts/ab_kernels.py; AB_OLD: an earlier kernels/ tree, AB_VARIANTS: a glob). Name it
 #   tune      python -m cugemm tune over the same sets, written as the shipped table
-#             ($OUT/h100.json: copy it to cugemm/tables/ to ship it)
+#             ($OUT/h100.json: copy it to cugemm/tables/ to ship it); TUNE_SPECS="dtype:sets[:layouts] ..."
+#             for others: the shipped table's x @ W.T buckets come from
+#             "f16:llm,llm-mid,gpt,small-llm,llm-wide,ragged-rect:row,col" (and bf16), its row-major ones
+#             from "f16:matmul-square,llm,odd,skinny,small-llm,small-k,tall,ragged,llm-wide" (and bf16),
+#             each within the 550 s a call allows only when split into several calls
 #   eval      cugemm.matmul on the held-out evaluation set and its named lines (scripts/eval_set.py,
 #             f16 and bf16, flushed and back to back), JSON to results/eval/eval.json. Name it
 # Usage (repo root, on the device): bash scripts/device_check.sh [phase ...]
@@ -136,10 +140,13 @@ fi
 if has tune; then
   step "tune: matmul's candidates on this GPU -> shipped table"
   table=$dest/$(python3 -c "import cugemm.tuning as t, cupy; print(t.shipped_path(cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()).name)")
+  # TUNE_SPECS: dtype:sets[:A,B layouts] (default row,row), e.g. "f16:llm,gpt,llm-wide:row,col"
   for spec in ${TUNE_SPECS:-"f16:matmul-square,llm,odd,skinny" "bf16:matmul-square,llm,odd,skinny" "f32:matmul-square,odd"}; do
-    timeout 550 python3 -m cugemm tune --dtype ${spec%%:*} --sets ${spec#*:} --ship --path "$table" \
-      > "$out/tune_${spec%%:*}.txt" 2>&1; rc=$?
-    echo "tune ${spec}: exit $rc, $(grep -c ' us, ' "$out/tune_${spec%%:*}.txt") plans timed"; [ $rc -eq 0 ] || status=1
+    IFS=: read -r dt sets layouts <<< "$spec"
+    log="$out/tune_${dt}_${layouts:-row,row}.txt"
+    timeout 550 python3 -m cugemm tune --dtype "$dt" --sets "$sets" --layouts "${layouts:-row,row}" --ship \
+      --path "$table" >> "$log" 2>&1; rc=$?
+    echo "tune ${spec}: exit $rc, $(grep -c ' us, ' "$log") plans timed so far in $(basename "$log")"; [ $rc -eq 0 ] || status=1
   done
   cp "$table" "$out/"
 fi
