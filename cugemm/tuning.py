@@ -75,19 +75,22 @@ def bucket_key(group: str, M: int, N: int, K: int) -> str:
     return f"{group}|{half_octave(M)},{half_octave(N)},{half_octave(K)}"
 
 
+def _rows_class(lds, itemsize: int) -> str:
+    """'ragged' when A's or B's leading dimension (elements) is not a multiple of RAGGED_BELOW bytes."""
+    return "ragged" if any(ld * itemsize % RAGGED_BELOW for ld in lds) else "aligned"
+
+
 def alignment_class(p) -> str:
     """'aligned', 'ragged' or 'unaligned' (the module's docstring) for problem p."""
     if not all(op.layout and op.align >= 16 for op in (p.a, p.b, p.c)):
         return "unaligned"
-    size = p.dtype.itemsize
-    return "ragged" if any(op.ld * size % RAGGED_BELOW for op in (p.a, p.b)) else "aligned"
+    return _rows_class((p.a.ld, p.b.ld), p.dtype.itemsize)
 
 
 def dense_class(dtype, a_layout: str, b_layout: str, M: int, N: int, K: int) -> str:
     """The alignment class of fresh dense operands of M x N x K in these layouts (the tuner's):
     'aligned' or 'ragged' (dtype: a cugemm.dtypes.DType)."""
-    lds = (K if a_layout == "row" else M, N if b_layout == "row" else K)
-    return "ragged" if any(ld * dtype.itemsize % RAGGED_BELOW for ld in lds) else "aligned"
+    return _rows_class((K if a_layout == "row" else M, N if b_layout == "row" else K), dtype.itemsize)
 
 
 def problem_group(p) -> str:
@@ -301,7 +304,8 @@ class Measured:
         for t in self.tables:
             near = t.near(group, p.M, p.N, p.K, NEIGHBOURS)
             if not near and group.endswith("|ragged"):  # no ragged bucket near: the aligned ones
-                near = t.near(group[:-len("ragged")] + "aligned", p.M, p.N, p.K, NEIGHBOURS)
+                aligned = group_key(p.dtype.name, p.allow_tf32, p.a.layout, p.b.layout, "aligned")
+                near = t.near(aligned, p.M, p.N, p.K, NEIGHBOURS)
             if not near:
                 continue
             if near[0][1] == 0:

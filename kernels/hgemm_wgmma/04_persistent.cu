@@ -180,29 +180,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
           } else {
             tma_load_2d(sA + s * A_STAGE, &tmap_a, &full[s], kt * BK, m_load);
           }
-          if constexpr (FITTED) {  // block r copies n rows r * PIECE .. of the K-major tile
-            if (rank < live_pieces) {
-              char* const dst = sB + s * B_STAGE + rank * PIECE * 128;
-              if constexpr (CLUSTER_M > 1) {
-                tma_load_2d_multicast(dst, &tmap_b, &full[s], kt * BK, n0 + rank * PIECE,
-                                      static_cast<unsigned short>((1u << CLUSTER_M) - 1), b_policy);
-              } else if constexpr (B_STREAM) {
-                tma_load_2d(dst, &tmap_b, &full[s], kt * BK, n0, b_policy);
-              } else {
-                tma_load_2d(dst, &tmap_b, &full[s], kt * BK, n0);
-              }
-            }
-            ring.advance();
-            continue;
-          }
-#pragma unroll
-          for (int i = 0; i < MY_PANELS; ++i) {
-            const int p = rank + CLUSTER_M * i;  // block r copies panels r, r + CLUSTER_M, ...
-            if (PANELS % CLUSTER_M != 0 && p >= PANELS) break;
-            if (p >= live) break;
-            char* const dst = sB + s * B_STAGE + p * B_PANEL_BYTES;
-            // the box's first (inner, outer) coordinates: B_COL's memory is N rows of K
-            const int c0 = B_COL ? kt * BK : n0 + 64 * p, c1 = B_COL ? n0 + 64 * p : kt * BK;
+          // one box of B into dst at (inner, outer) coordinates (c0, c1): multicast to the cluster, or
+          // this block's alone, evict_first where B_STREAM says so
+          auto load_b = [&](char* dst, int c0, int c1) {
             if constexpr (CLUSTER_M > 1) {
               tma_load_2d_multicast(dst, &tmap_b, &full[s], c0, c1, static_cast<unsigned short>((1u << CLUSTER_M) - 1),
                                     b_policy);
@@ -210,6 +190,18 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
               tma_load_2d(dst, &tmap_b, &full[s], c0, c1, b_policy);
             } else {
               tma_load_2d(dst, &tmap_b, &full[s], c0, c1);
+            }
+          };
+          if constexpr (FITTED) {  // block r copies n rows r * PIECE .. of the K-major tile
+            if (rank < live_pieces) load_b(sB + s * B_STAGE + rank * PIECE * 128, kt * BK, n0 + rank * PIECE);
+          } else {
+#pragma unroll
+            for (int i = 0; i < MY_PANELS; ++i) {
+              const int p = rank + CLUSTER_M * i;  // block r copies panels r, r + CLUSTER_M, ...
+              if (PANELS % CLUSTER_M != 0 && p >= PANELS) break;
+              if (p >= live) break;
+              // the box's first (inner, outer) coordinates: B_COL's memory is N rows of K
+              load_b(sB + s * B_STAGE + p * B_PANEL_BYTES, B_COL ? kt * BK : n0 + 64 * p, B_COL ? n0 + 64 * p : kt * BK);
             }
           }
           ring.advance();
