@@ -32,6 +32,14 @@ def persistent_grid(v, M, N, K, dev):
     return g
 
 
+def batched_persistent_grid(v, batches: int, M: int, N: int, dev) -> tuple:
+    """persistent_grid for the batched forms (clusters along M): one block per SM, or fewer when the
+    batches' tiles (batches x the cluster tiles of one M x N product) are fewer; whole clusters."""
+    c = v.cluster[0]
+    clusters = batches * cdiv(cdiv(M, v.tile[0]), c) * cdiv(N, v.tile[1])
+    return (max(c, min(clusters, dev.sms // c) * c), 1, 1)
+
+
 def swizzle_stride(v, N: int) -> int:
     """The block-swizzle stride for an N-column C: N/4 rounded down to a multiple of 256, or the whole
     width (one band, no swizzle) when that is under 256. Always a multiple of BN."""

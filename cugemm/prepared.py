@@ -63,8 +63,8 @@ def tensormap_address_patchable() -> bool:
         cupy.cuda.runtime.free(0)  # the driver encodes maps in a context: make the device's current
         base = 1 << 44
         spec = tma.Spec(base, "float16", 1024, 512, 1024, (64, 64), 128)
-        m0 = tma.encode_2d(spec)
-        m1 = tma.encode_2d(spec._replace(ptr=base + 0x12340))
+        m0 = tma.encode(spec)
+        m1 = tma.encode(spec._replace(ptr=base + 0x12340))
         b0 = bytes((ctypes.c_ubyte * 128).from_address(m0.address))
         b1 = bytes((ctypes.c_ubyte * 128).from_address(m1.address))
         _patchable = (b0[8:] == b1[8:] and int.from_bytes(b0[:8], "little") == base
@@ -123,7 +123,7 @@ class Prepared:
         from . import tma
 
         for obj, spec, k, off in self._reencode:
-            m = tma.encode_2d(spec._replace(ptr=bases[k] + off))
+            m = tma.encode(spec._replace(ptr=bases[k] + off))
             ctypes.memmove(obj, m.address, 128)
 
     def launch(self, bases, stream: int) -> None:

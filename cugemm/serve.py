@@ -38,7 +38,7 @@ import threading
 import numpy as np
 
 from . import device as _device
-from . import launch, operand, relayout, select, tuning, workspace
+from . import batched, launch, operand, relayout, select, tuning, workspace
 from .ints import round_up
 from .variant import INT32_MAX
 from .version import __version__
@@ -448,7 +448,7 @@ def torch_matmul(a, b, out=None, *, allow_tf32: bool = False, variant=None, verb
     if _TENSOR is None:
         _see_torch(sys.modules["torch"])
     allow_tf32 = bool(allow_tf32)
-    serving = out is None and variant is None and b.dim() == 2 and a.dim() in (2, 3)
+    serving = out is None and variant is None and (b.dim() == 2 and a.dim() in (2, 3) or a.dim() == b.dim() == 3)
     if serving:
         c = _torch_fast(a, b, allow_tf32)
         if c is not None:
@@ -478,8 +478,10 @@ def _torch_fast(a, b, allow_tf32: bool):
     device = _DEVICES.get(dev) or _torch_device(dev)
     if len(sa) == 2:
         c = _torch_empty(sa[0], sb[1], dtype=a.dtype, device=device)
-    else:
+    elif len(sb) == 2:
         c = _torch_empty(sa[0], sa[1], sb[1], dtype=a.dtype, device=device)
+    else:  # both 3-D: a batched plan (cugemm.batched), batch dimensions broadcast
+        c = _torch_empty(sa[0] if sa[0] != 1 else sb[0], sa[1], sb[2], dtype=a.dtype, device=device)
     r.serve(_TorchLib, _torch_stream(dev), pa, pb, c.data_ptr(), a, b, c)
     return c
 
@@ -586,13 +588,44 @@ def _general_ready(a, b, out, allow_tf32, variant, verbose, lib):
         folded = fold(A2, B2, C2, batch, a_b, b_b, c_b) if batch else (A2, B2, C2)
         if folded is not None:
             return out, _run2d(*folded, allow_tf32, variant, verbose, lib, dev, stream, a, b, out)
-        else:
+        r = _batched_ready(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, variant, verbose, dev, lib)
+        if r is not None:  # the whole batch in one launch (cugemm.batched)
+            batched.run(r, lib, stream, a, b, out, A, B, O, batch)
+            return out, r
+        else:  # a product of no batched form (float32, a GPU before sm_90, a named 2-D variant)
             for idx in np.ndindex(*batch):
                 Ai = A2._replace(ptr=A.ptr + sum(i * s for i, s in zip(idx, a_b)))
                 Bi = B2._replace(ptr=B.ptr + sum(i * s for i, s in zip(idx, b_b)))
                 Ci = C2._replace(ptr=O.ptr + sum(i * s for i, s in zip(idx, c_b)))
                 _run2d(Ai, Bi, Ci, allow_tf32, variant, verbose, lib, dev, stream, a, b, out)
     return out, None
+
+
+def _batched_ready(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, variant, verbose, dev, lib):
+    """The cached or new batched.BatchedReady of a batched product, or None where it has no batched
+    form (or is too large for 32-bit indices per product: then it runs product by product). Like
+    ready_for, it plans nothing inside a CUDA-graph capture."""
+    if pieces(M, N, K) != (M, N, K):
+        return None
+    key = batched.plan_key(dev, A, B, O, variant)
+    r = _READY.get(key)
+    if r is not None:
+        return r
+    if lib.capturing(lib.stream(dev)):
+        raise CaptureError(
+            f"cugemm.matmul: this batched {M}x{N}x{K} {A.dtype.name} product (these shapes, strides and "
+            "alignment) has not run on this device before, and planning it cannot happen inside a CUDA-graph "
+            "capture; run it once eagerly before capturing. Nothing was enqueued.")
+    r = batched.plan_batched(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, dev, measured(dev), variant)
+    if r is None:
+        return None
+    if _verbose(verbose):
+        print(r.choice, file=sys.stderr)
+    with _lock:
+        if len(_READY) >= MAX_PLANS:
+            _READY.clear()
+        _READY[key] = r
+    return r
 
 
 def pieces(M: int, N: int, K: int) -> tuple[int, int, int]:
@@ -696,7 +729,7 @@ def dispatch(a, b, out, variant, allow_tf32, verbose, op):
     tracing (the registered operator, cugemm.torch_op.matmul; passed in by the caller, so that this
     module does not import the torch layer above it)."""
     t = _TENSOR
-    if type(a) is t and type(b) is t and out is None and variant is None and b.dim() == 2 and not wants_op(a, b):
+    if type(a) is t and type(b) is t and out is None and variant is None and b.dim() <= 3 and not wants_op(a, b):
         c = _torch_fast(a, b, allow_tf32 is True)  # the serving path of a torch product planned before
         if c is not None:
             return c
@@ -780,7 +813,8 @@ def _as_cupy(x, what: str):
 
 
 def explain(a, b, out=None, *, variant=None, allow_tf32: bool = False) -> select.Choice:
-    """The choice matmul(a, b, out) makes (of its first 2-D product, for batched operands):
+    """The choice matmul(a, b, out) makes (for batched operands: of the batch in one launch, ranked as
+    its stacked rows' product, or of its first 2-D product where it has no batched form):
     `print(cugemm.explain(a, b))` lists the chosen plan, the other candidates with their estimated
     times and where each estimate comes from, and every refused variant with the rule that refuses
     it. Runs nothing on the GPU."""
@@ -802,10 +836,16 @@ def explain(a, b, out=None, *, variant=None, allow_tf32: bool = False) -> select
         C2 = operand.of_layout((M, N), A.dtype, "row", N, 256)
         c_b = tuple(operand.dense_strides(batch + (M, N), size, "C")[:len(batch)])
     folded = fold(A2, B2, C2, batch, a_b, b_b, c_b) if batch else (A2, B2, C2)
-    if folded is not None:
-        A2, B2, C2 = folded
     dev = _device_of(a, _TorchLib if operand.is_torch(a) else _CupyLib) if hasattr(a, "device") else \
         _device.current()
+    if folded is not None:
+        A2, B2, C2 = folded
+    else:
+        O = C2._replace(shape=batch + (M, N), strides=c_b + C2.strides)
+        d = batched.decide(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, _device.get(dev), measured(dev),
+                           variant)
+        if d is not None:
+            return d[0]
     return choose(A2, B2, C2, allow_tf32, variant, dev)
 
 

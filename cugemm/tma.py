@@ -11,9 +11,11 @@ into the kernel's parameter space at launch.
     kernel(grid, block, (..., m.arg))
 
 Everything cugemm's kernels ask of a map is a 2-D row-major matrix (innermost dimension first in
-the driver's terms: {cols, rows}) with a box of box[0] columns x box[1] rows. `check_2d` enforces
-the driver's rules with a ValueError that names the broken one, before anything is encoded or
-launched; the same rules the driver would answer with a bare CUDA_ERROR_INVALID_VALUE.
+the driver's terms: {cols, rows}) with a box of box[0] columns x box[1] rows, or a batch of such
+matrices (a 3-D map {cols, rows, depth}, matrices `depth_stride` bytes apart, boxes one matrix deep:
+`tensor_map_3d`, for the batched kernels). `check` enforces the driver's rules with a ValueError
+that names the broken one, before anything is encoded or launched; the same rules the driver would
+answer with a bare CUDA_ERROR_INVALID_VALUE.
 
 Maps are cached per (pointer, shape, row stride, dtype, box, swizzle): in steady state (the same
 arrays multiplied again and again) a launch costs one dictionary look-up per operand. The cache is
@@ -56,6 +58,8 @@ class Spec(NamedTuple):
     row_stride: int      # bytes from one row to the next
     box: tuple           # (box columns, box rows)
     swizzle: int         # 0, 32, 64 or 128 (bytes)
+    depth: int = 0       # 0: a 2-D map; else a 3-D map of `depth` matrices (a batch; boxes 1 deep)
+    depth_stride: int = 0  # bytes from one matrix of the batch to the next (3-D maps)
 
 
 class TensorMap:
@@ -72,8 +76,10 @@ class TensorMap:
 
     def __repr__(self) -> str:
         s = self.spec
-        return (f"TensorMap({s.dtype} {s.rows}x{s.cols} at {s.ptr:#x}, row stride {s.row_stride} B, "
-                f"box {s.box[1]}x{s.box[0]}, swizzle {s.swizzle} B)")
+        batch = f"{s.depth} x " if s.depth else ""
+        return (f"TensorMap({s.dtype} {batch}{s.rows}x{s.cols} at {s.ptr:#x}, row stride {s.row_stride} B, "
+                + (f"matrix stride {s.depth_stride} B, " if s.depth else "")
+                + f"box {s.box[1]}x{s.box[0]}, swizzle {s.swizzle} B)")
 
 
 def _dtype_name(dtype) -> str:
@@ -83,12 +89,18 @@ def _dtype_name(dtype) -> str:
     return name
 
 
-def check_2d(spec: Spec) -> None:
+def check(spec: Spec) -> None:
     """Raise ValueError naming the rule when TMA cannot describe `spec` (cuTensorMapEncodeTiled's
-    requirements for a 2-D, non-interleaved tiled map)."""
+    requirements for a 2-D or (depth > 0) 3-D, non-interleaved tiled map)."""
     dtype = _dtype_name(spec.dtype)
     size = DATA_TYPES[dtype][1]
-    what = f"TMA map of a {spec.rows}x{spec.cols} {dtype} matrix"
+    what = f"TMA map of a {spec.rows}x{spec.cols} {dtype} matrix" + (f" batch of {spec.depth}" if spec.depth else "")
+    if spec.depth:
+        if not 1 <= spec.depth <= MAX_DIM:
+            raise ValueError(f"{what}: {spec.depth} matrices; TMA takes 1 to 2^32")
+        if spec.depth_stride % 16 or not 0 < spec.depth_stride < MAX_STRIDE:
+            raise ValueError(f"{what}: the matrices are {spec.depth_stride} bytes apart; TMA takes a positive "
+                             "multiple of 16 below 2^40")
     if not isinstance(spec.ptr, int) or spec.ptr <= 0:
         raise ValueError(f"{what}: the data pointer must be a device address, got {spec.ptr!r}")
     if spec.ptr % 16:
@@ -140,16 +152,19 @@ def driver():
     return _driver_mod
 
 
-def encode_2d(spec: Spec) -> TensorMap:
+def encode(spec: Spec) -> TensorMap:
     """cuTensorMapEncodeTiled for `spec` (checked first); no caching. Needs the CUDA driver."""
-    check_2d(spec)
+    check(spec)
     drv = driver()
     code, _ = DATA_TYPES[_dtype_name(spec.dtype)]
     u64, u32 = drv.cuuint64_t, drv.cuuint32_t
+    dims, strides, box = [spec.cols, spec.rows], [spec.row_stride], [spec.box[0], spec.box[1]]
+    if spec.depth:  # a batch of matrices: one more dimension, boxes one matrix deep
+        dims, strides, box = dims + [spec.depth], strides + [spec.depth_stride], box + [1]
     err, tmap = drv.cuTensorMapEncodeTiled(
-        drv.CUtensorMapDataType(code), 2, spec.ptr,
-        [u64(spec.cols), u64(spec.rows)], [u64(spec.row_stride)],
-        [u32(spec.box[0]), u32(spec.box[1])], [u32(1), u32(1)],
+        drv.CUtensorMapDataType(code), len(dims), spec.ptr,
+        [u64(d) for d in dims], [u64(s) for s in strides],
+        [u32(b) for b in box], [u32(1)] * len(dims),
         drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         drv.CUtensorMapSwizzle(SWIZZLES[spec.swizzle]),
         drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -167,7 +182,19 @@ def tensor_map_2d(ptr: int, dtype, rows: int, cols: int, row_stride: int, box, s
     """The (cached) tensor map of a row-major rows x cols matrix at device address `ptr`, rows
     `row_stride` bytes apart, copied in boxes of box[0] columns x box[1] rows. ValueError when TMA
     cannot describe it."""
-    key = Spec(ptr, getattr(dtype, "name", dtype), rows, cols, row_stride, tuple(box), swizzle)
+    return _cached(Spec(ptr, getattr(dtype, "name", dtype), rows, cols, row_stride, tuple(box), swizzle))
+
+
+def tensor_map_3d(ptr: int, dtype, depth: int, rows: int, cols: int, row_stride: int, depth_stride: int, box,
+                  swizzle: int = 128) -> TensorMap:
+    """The (cached) tensor map of a batch of `depth` row-major rows x cols matrices, `depth_stride`
+    bytes apart (the batch the outermost dimension), in boxes of one matrix's box[0] columns x box[1]
+    rows. ValueError when TMA cannot describe it."""
+    return _cached(Spec(ptr, getattr(dtype, "name", dtype), rows, cols, row_stride, tuple(box), swizzle, depth,
+                        depth_stride))
+
+
+def _cached(key: Spec) -> TensorMap:
     m = _cache.get(key)
     if m is not None:
         try:
@@ -175,7 +202,7 @@ def tensor_map_2d(ptr: int, dtype, rows: int, cols: int, row_stride: int, box, s
         except KeyError:  # evicted by another thread in between: still a valid map
             pass
         return m
-    m = encode_2d(key)
+    m = encode(key)
     with _lock:
         _cache[key] = m
         while len(_cache) > MAX_CACHED:

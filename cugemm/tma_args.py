@@ -27,7 +27,7 @@ def cached_args(maps_fn):
     their host bytes by address)."""
 
     def args_fn(v, A, B, C, M, N, K, raw=False):
-        key = (v.name, A.ptr, B.ptr, C.ptr, M, N, K, A.strides, B.strides, C.strides)
+        key = (v.name, A.ptr, B.ptr, C.ptr, M, N, K, A.shape, B.shape, C.shape, A.strides, B.strides, C.strides)
         hit = _ARGS.get(key)
         if hit is None:
             maps = maps_fn(v, A, B, C, M, N, K)  # TensorMaps (and plain scalars, passed as they are)
@@ -46,31 +46,50 @@ def clear_args_cache() -> None:
 
 
 def row_stride(op, cols: int, itemsize: int, layout: str = "row") -> int:
-    """Bytes between the rows of `op` as it lies in memory: strides[0] for a 'row' operand,
-    strides[1] for a 'col' one (whose memory rows are its columns). A matrix of one memory row may
-    report any stride: use the dense one, rounded up to the 16 bytes TMA asks even of a stride it
-    never uses."""
-    axis = 0 if layout == "row" else 1
+    """Bytes between the rows of `op` as it lies in memory: the stride of its rows for a 'row'
+    operand, of its columns for a 'col' one (whose memory rows are its columns); the last two
+    dimensions of a batch (batch, rows, cols). A matrix of one memory row may report any stride: use
+    the dense one, rounded up to the 16 bytes TMA asks even of a stride it never uses."""
+    axis = -2 if layout == "row" else -1
     return int(op.strides[axis]) if op.shape[axis] > 1 else -(-cols * itemsize // 16) * 16
 
 
-def map_a(v, A, M, K, box_rows: int):
+def batch_of(op) -> tuple:
+    """(matrices, bytes from one to the next) of an operand record: a 3-D record (batch, rows, cols)
+    with more than one matrix at distinct addresses is a batch; anything else (2-D, one matrix, a
+    batch stride of 0: broadcast) is (1, 0)."""
+    if len(op.shape) == 3 and op.shape[0] > 1 and op.strides[0] != 0:
+        return int(op.shape[0]), int(op.strides[0])
+    return 1, 0
+
+
+def _map(op, dtype, rows: int, cols: int, stride: int, box, batched: bool, swizzle: int = 128):
+    """The map of `op`'s rows x cols memory: 2-D, or (batched) 3-D over its matrices (batch_of),
+    one matrix deep when it has one (a broadcast operand: the kernel names batch 0 for it)."""
+    if not batched:
+        return tma.tensor_map_2d(op.ptr, dtype, rows, cols, stride, box, swizzle)
+    depth, step = batch_of(op)
+    return tma.tensor_map_3d(op.ptr, dtype, depth, rows, cols, stride, step or -(-rows * stride // 16) * 16, box,
+                             swizzle)
+
+
+def map_a(v, A, M, K, box_rows: int, batched: bool = False):
     """A (M x K, row-major) in boxes {64 k, box_rows rows}, 128-byte swizzled."""
-    return tma.tensor_map_2d(A.ptr, v.dtype_in, M, K, row_stride(A, K, v.dt_in.itemsize), (BK, box_rows))
+    return _map(A, v.dtype_in, M, K, row_stride(A, K, v.dt_in.itemsize), (BK, box_rows), batched)
 
 
-def map_b(v, B, K, N, box_n: int = 64):
+def map_b(v, B, K, N, box_n: int = 64, batched: bool = False):
     """B in boxes of 64 k: row-major (K x N memory, boxes {box_n columns, 64 k}) or, for a 'col' B
     (W.T of an N x K weight), W's N x K memory in boxes {64 k, box_n n}; 128-byte swizzled."""
     dt, size = v.dtype_in, v.dt_in.itemsize
     if v.b_layout == "col":
-        return tma.tensor_map_2d(B.ptr, dt, N, K, row_stride(B, K, size, "col"), (BK, box_n))
-    return tma.tensor_map_2d(B.ptr, dt, K, N, row_stride(B, N, size), (box_n, BK))
+        return _map(B, dt, N, K, row_stride(B, K, size, "col"), (BK, box_n), batched)
+    return _map(B, dt, K, N, row_stride(B, N, size), (box_n, BK), batched)
 
 
-def map_c(v, C, M, N, box):
+def map_c(v, C, M, N, box, batched: bool = False):
     """C (M x N, row-major) in boxes `box` (columns, rows), 128-byte swizzled."""
-    return tma.tensor_map_2d(C.ptr, v.dtype_out, M, N, row_stride(C, N, v.dt_out.itemsize), box)
+    return _map(C, v.dtype_out, M, N, row_stride(C, N, v.dt_out.itemsize), box, batched)
 
 
 def maps_ab(v, A, B, C, M, N, K):
@@ -86,20 +105,35 @@ def maps_abc16(v, A, B, C, M, N, K):
 
 def maps_persistent(v, A, B, C, M, N, K):
     """The wgmma persistent rungs and their forms: A (box {64 k, 128 rows}; 'col': box {64 m, 64 k}
-    of the K x M memory), B (map_b; the fitted widths: {64 k, BN / CLUSTER_M n}), then C (box {64, 64}, what a consumer's staging box holds) or,
-    for ANY_C, C's row stride in elements."""
+    of the K x M memory), B (map_b; the fitted widths: {64 k, BN / CLUSTER_M n}), then C (box {64,
+    64}, what a consumer's staging box holds) or, for ANY_C, C's row stride in elements; then the
+    batch: (products, A's step, B's step), (1, 0, 0) but for the BATCHED form, whose maps are 3-D
+    over the operand records' batches (batch_of: C's count is the launch's; A and B hold that many
+    matrices, step 1, or one, step 0: broadcast)."""
     size = v.dt_in.itemsize
+    batched = bool(v.param_dict.get("BATCHED"))
     if v.a_layout == "col":
-        ma = tma.tensor_map_2d(A.ptr, v.dtype_in, K, M, row_stride(A, M, size, "col"), (64, BK))
+        ma = _map(A, v.dtype_in, K, M, row_stride(A, M, size, "col"), (64, BK), batched)
     else:
-        ma = map_a(v, A, M, K, v.tile[0])
+        ma = map_a(v, A, M, K, v.tile[0], batched)
     bn = v.param_dict["BN"]
     # a fitted width (BN not a multiple of 64, 'col' B): each block of a cluster copies BN / CLUSTER_M n rows
-    mb = map_b(v, B, K, N, bn // v.cluster[0] if bn % 64 else 64)
+    mb = map_b(v, B, K, N, bn // v.cluster[0] if bn % 64 else 64, batched)
+    batch = (np.int32(1), np.int32(0), np.int32(0))
+    if batched:
+        count = batch_of(C)[0]
+        steps = []
+        for what, op in (("A", A), ("B", B)):
+            n = batch_of(op)[0]
+            if n not in (1, count):
+                raise ValueError(f"{v.name}: {what} holds {n} matrices and C {count}; a batched operand holds C's "
+                                 "count, or one (broadcast)")
+            steps.append(np.int32(n > 1))
+        batch = (np.int32(count), *steps)
     if v.param_dict.get("ANY_C"):
         osize = v.dt_out.itemsize
-        return ma, mb, np.int32(row_stride(C, N, osize) // osize if M > 1 else N)
-    return ma, mb, map_c(v, C, M, N, (64, 64))
+        return ma, mb, np.int32(row_stride(C, N, osize) // osize if M > 1 else N), *batch
+    return ma, mb, map_c(v, C, M, N, (64, 64), batched), *batch
 
 
 def maps_bt(v, A, B, C, M, N, K):

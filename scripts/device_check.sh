@@ -25,6 +25,10 @@
 #             "f16:llm,llm-mid,gpt,small-llm,llm-wide,ragged-rect:row,col" (and bf16), its row-major ones
 #             from "f16:matmul-square,llm,odd,skinny,small-llm,small-k,tall,ragged,llm-wide" (and bf16),
 #             each within the 550 s a call allows only when split into several calls
+#   batched   batched products in one launch: tests/test_gpu_batched.py, then scripts/batched_bench.py
+#             (attention-shaped batches against torch.bmm, broadcast ones against torch.matmul), JSON
+#             to results/judge/batched.json. Name it (with `SANITIZE='*_batched*' ... sanitize batched`
+#             for the sanitizers over the batched forms)
 #   eval      cugemm.matmul on the held-out evaluation set and its named lines (scripts/eval_set.py,
 #             f16 and bf16, flushed and back to back), JSON to results/eval/eval.json. Name it
 # Usage (repo root, on the device): bash scripts/device_check.sh [phase ...]
@@ -220,6 +224,18 @@ if has eval; then
   rc=${PIPESTATUS[0]}; [ "$rc" -eq 0 ] || { echo "eval_set: exit $rc"; status=1; }
   grep -q WRONG "$out/eval.txt" && { echo "eval_set: a wrong result"; status=1; }
   [ -f "$out/eval.json" ] && cp "$out/eval.json" results/eval/eval.json
+fi
+
+if has batched; then
+  step "batched products (tests/test_gpu_batched.py, scripts/batched_bench.py)"
+  python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_batched.py > "$out/pytest_batched.txt" 2>&1
+  [ $? -eq 0 ] || status=1
+  grep -E "FAILED|ERROR|Error" "$out/pytest_batched.txt" | head -20; tail -1 "$out/pytest_batched.txt"
+  mkdir -p results/judge
+  python3 scripts/batched_bench.py --json "$out/batched.json" 2>&1 | tee "$out/batched.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  grep -q WRONG "$out/batched.txt" && { echo "batched_bench: a wrong result"; status=1; }
+  [ -f "$out/batched.json" ] && cp "$out/batched.json" results/judge/batched.json
 fi
 
 if has peak; then

@@ -6,7 +6,9 @@ checking each result; meant to run under compute-sanitizer (memcheck, racecheck)
 
 Shapes: three K tiles (so double-buffered and multistage pipelines wrap around their buffers) over
 one block tile (any-shape variants: an odd shape that cuts every tile edge), then a 2x1-tile shape
-unless --quick; split-K variants also one tile 16 K tiles deep (its slices and their reduction). Exits 1 if any result is wrong.
+unless --quick; split-K variants also one tile 16 K tiles deep (its slices and their reduction).
+The batched forms (BATCHED) also run through cugemm.matmul(variant=) on 3 products of the first
+shape and on a broadcast A (one matrix for 3 products of B). Exits 1 if any result is wrong.
 """
 import argparse
 import sys
@@ -32,6 +34,27 @@ def shapes_for(v, quick):
     return shapes
 
 
+def batched_runs(v, M, N, K):
+    """The batched form `v` on 3 products of M x N x K, then with A broadcast: wrong results."""
+    import cupy
+
+    def operand(batch, rows, cols, layout):
+        x = testing.cast(cupy.random.standard_normal((batch, rows, cols), dtype=cupy.float32), v.dtype_in)
+        return cupy.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2) if layout == "col" else x
+
+    bad = 0
+    for ba in (3, 1):
+        a, b = operand(ba, M, K, v.a_layout), operand(3, K, N, v.b_layout)
+        out = testing.poisoned((3, M, N), v.dtype_out)
+        cugemm.matmul(a, b, out=out, variant=v.name)
+        ref = cupy.matmul(testing.to_float64(a), testing.to_float64(b))
+        err = accuracy.rel_error(out, ref)
+        if not accuracy.within(err, v.math_dtype, v.dtype_acc):
+            bad += 1
+            print(f"WRONG {v.name} batch {ba}|3 x {M}x{N}x{K}: rel err {err:.2e}")
+    return bad
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("pattern", nargs="?", default=None, help="glob(s) over variant names")
@@ -50,6 +73,8 @@ def main():
             if not ok:
                 bad += 1
                 print(f"WRONG {v.name} {M}x{N}x{K}: rel err {err:.2e}")
+        if v.param_dict.get("BATCHED"):
+            bad += batched_runs(v, *shapes_for(v, True)[0])
     cupy.cuda.Device().synchronize()
     print(f"sanitize_all: {len(chosen)} variants run, {bad} wrong results")
     sys.exit(1 if bad else 0)

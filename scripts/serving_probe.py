@@ -39,10 +39,10 @@ def tensormap_layout():
 
     buf = cupy.empty(1 << 22, dtype=cupy.uint8)
     p0 = buf.data.ptr
-    base = tma.encode_2d(tma.Spec(p0, "float16", 1024, 512, 1024, (64, 64), 128))
+    base = tma.encode(tma.Spec(p0, "float16", 1024, 512, 1024, (64, 64), 128))
     raw0 = bytes((ctypes.c_ubyte * 128).from_address(base.address))
     for delta in (256, 4096, 1 << 20, (1 << 22) - 2048):
-        m = tma.encode_2d(tma.Spec(p0 + delta, "float16", 1024, 512, 1024, (64, 64), 128))
+        m = tma.encode(tma.Spec(p0 + delta, "float16", 1024, 512, 1024, (64, 64), 128))
         raw = bytes((ctypes.c_ubyte * 128).from_address(m.address))
         diff = [i for i in range(128) if raw[i] != raw0[i]]
         lo = int.from_bytes(raw[0:8], "little")

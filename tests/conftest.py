@@ -38,7 +38,7 @@ def fake():
 
 @pytest.fixture
 def fake_encode(monkeypatch):
-    """cugemm.tma.encode_2d replaced by its rule check and a record of each spec (no driver needed),
+    """cugemm.tma.encode replaced by its rule check and a record of each spec (no driver needed),
     the caches of maps and kernel arguments cleared around the test; yields the list of specs."""
     from cugemm import tma, tma_args
 
@@ -49,11 +49,11 @@ def fake_encode(monkeypatch):
             self.spec, self.arg = spec, ("map", spec)
 
     def encode(spec):
-        tma.check_2d(spec)
+        tma.check(spec)
         made.append(spec)
         return Map(spec)
 
-    monkeypatch.setattr(tma, "encode_2d", encode)
+    monkeypatch.setattr(tma, "encode", encode)
     tma.clear_cache()
     tma_args.clear_args_cache()
     yield made

@@ -23,8 +23,8 @@ class _Map:
 
 @pytest.fixture
 def no_driver(monkeypatch):
-    """Tensor maps checked (tma.check_2d) but never encoded: the launch's rules without a GPU."""
-    monkeypatch.setattr(tma, "encode_2d", lambda spec: (tma.check_2d(spec), _Map())[1])
+    """Tensor maps checked (tma.check) but never encoded: the launch's rules without a GPU."""
+    monkeypatch.setattr(tma, "encode", lambda spec: (tma.check(spec), _Map())[1])
     tma.clear_cache()
     tma_args.clear_args_cache()
     yield

@@ -326,7 +326,8 @@ def test_maps_of_each_form(fake_encode, suffix):
     A, B, C = (describe(x, w, v.name) for x, w in ((a, "A"), (b, "B"), (c, "out")))
     assert check_operands(v, A, B, C) == (M, N, K)
     args = v.extra_args(A, B, C, M, N, K)
-    sa, sb, sc = (x[1] for x in args)
+    sa, sb, sc = (x[1] for x in args[:3])
+    assert args[3:] == (1, 0, 0)  # one product (the batched form's count and steps)
     assert (sa.rows, sa.cols, sa.row_stride, sa.box) == ((K, M, 8192, (64, 64)) if a_col else
                                                          (M, K, 2048, (64, 128)))
     assert (sb.rows, sb.cols, sb.row_stride, sb.box) == ((N, K, 2048, (64, 64)) if b_col else
@@ -344,7 +345,7 @@ def test_maps_of_the_narrow_bcol_forms(fake_encode, bn):
     a, b, c = _ops(M, N, K, b_col=True, lda=528, ldb=536, ldc=784)
     A, B, C = (describe(x, w, v.name) for x, w in ((a, "A"), (b, "B"), (c, "out")))
     assert check_operands(v, A, B, C) == (M, N, K)
-    sa, sb, sc = (x[1] for x in v.extra_args(A, B, C, M, N, K))
+    sa, sb, sc = (x[1] for x in v.extra_args(A, B, C, M, N, K)[:3])
     assert (sa.rows, sa.cols, sa.row_stride, sa.box) == (M, K, 1056, (64, 128))
     assert (sb.rows, sb.cols, sb.row_stride, sb.box) == (N, K, 1072, (64, 64))
     assert (sc.rows, sc.cols, sc.row_stride, sc.box) == (M, N, 1568, (64, 64))

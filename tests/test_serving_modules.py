@@ -499,12 +499,12 @@ def test_prepared_reencodes_maps_where_the_address_is_not_patchable(monkeypatch)
     monkeypatch.setattr(prepared, "tensormap_address_patchable", lambda: False)
     encoded = []
 
-    def encode_2d(spec):
+    def encode(spec):
         fresh = FakeMap(spec.ptr, fill=0x77)
         encoded.append(fresh)
         return fresh
 
-    monkeypatch.setattr(tma, "encode_2d", encode_2d)
+    monkeypatch.setattr(tma, "encode", encode)
     S = prepared.sentinel
     m = FakeMap(S(prepared.B) + 0x40)
     p = prepared.Prepared(1, (1, 1, 1), (32, 1, 1), 0, (m, np.int32(3)))

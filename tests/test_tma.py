@@ -24,7 +24,7 @@ def spec(**kw):
     spec(rows=1, row_stride=16),                                  # one row: its stride is never used
 ])
 def test_describable(s):
-    tma.check_2d(s)
+    tma.check(s)
 
 
 @pytest.mark.parametrize("s,rule", [
@@ -45,7 +45,7 @@ def test_describable(s):
 ])
 def test_refused_with_the_rule(s, rule):
     with pytest.raises(ValueError, match=rule):
-        tma.check_2d(s)
+        tma.check(s)
 
 
 def test_cache_per_pointer_shape_and_strides(fake_encode):
@@ -91,7 +91,7 @@ def _driver_or_skip():
 def test_encode_gives_a_128_byte_map():
     _driver_or_skip()
     pytest.importorskip("cupy")
-    m = tma.encode_2d(spec())
+    m = tma.encode(spec())
     assert m.address % 64 == 0 and m.arg.ptr == m.address  # CUtensorMap is 64-byte aligned
     assert m.spec == spec()
     assert len(bytes(m.tmap.opaque)) == 128 if hasattr(m.tmap, "opaque") else True
@@ -100,7 +100,7 @@ def test_encode_gives_a_128_byte_map():
 def test_encode_tf32_rounding_type():
     _driver_or_skip()
     pytest.importorskip("cupy")
-    m = tma.encode_2d(spec(dtype="tfloat32", cols=1024, row_stride=4096, box=(32, 256)))
+    m = tma.encode(spec(dtype="tfloat32", cols=1024, row_stride=4096, box=(32, 256)))
     assert m.address
 
 

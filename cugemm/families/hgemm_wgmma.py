@@ -21,6 +21,8 @@ docs/hgemm_wgmma.md.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ..dtypes import get as _dtype
 from ..variant import Candidate, Variant
 
@@ -83,7 +85,7 @@ def _ws(name, *, BN, CONSUMERS, STAGES, dtype="float16", doc, **kw):
 
 
 def _persistent(name, *, BM=BM, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STORE=False, ANY_C=False,
-                A_COL=False, B_COL=False, NARROW_EDGE=False, dtype="float16", doc, **kw):
+                A_COL=False, B_COL=False, NARROW_EDGE=False, BATCHED=False, dtype="float16", doc, **kw):
     """04_persistent.cu. With strided=True (the top rung and its forms) any M and K, and any N for
     ANY_C: the tensor maps carry the true shape and leading dimensions, TMA zero-fills past them;
     only the leading dimensions must be multiples of 16 bytes (TMA's rule; ANY_C's C: of 2). The
@@ -96,7 +98,7 @@ def _persistent(name, *, BM=BM, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STOR
     return Variant(source="hgemm_wgmma/04_persistent.cu", template="hgemm_wgmma_persistent",
                    params=(("BM", BM), ("BN", BN), ("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_M", CLUSTER_M),
                            ("TMA_STORE", TMA_STORE), ("ANY_C", ANY_C), ("A_COL", A_COL), ("B_COL", B_COL),
-                           ("NARROW_EDGE", NARROW_EDGE), ("T", _T(dtype))),
+                           ("NARROW_EDGE", NARROW_EDGE), ("BATCHED", BATCHED), ("T", _T(dtype))),
                    tile=(BM, BN, BK), block=(128 + 2 * BM, 1, 1), a_layout="col" if A_COL else "row",
                    b_layout="col" if B_COL else "row", cluster=(CLUSTER_M, 1, 1),
                    grid_rule="persistent", args_rule="tma_persistent", pdl=True,
@@ -251,10 +253,39 @@ def _tf32(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, doc, **kw):
                    **_common(name, "float32", doc, math_dtype="tfloat32", **kw))
 
 
+def batched_name(name: str) -> str:
+    """The name of the batched form of rung-7 variant `name`: `_batched` before a `_bf16` ending."""
+    return name[:-5] + "_batched_bf16" if name.endswith("_bf16") else name + "_batched"
+
+
+def _batched_forms(twins) -> tuple:
+    """Rung 7's batched form (BATCHED: a batch of products in one launch, 3-D tensor maps, the walk
+    over batches x tiles) of each variant in `twins`, with its parameters otherwise. Not matmul
+    candidates of their own: cugemm.batched ranks a batched product's plans by their twins' figures
+    (the 2-D product of the batch's stacked rows) and runs the winner's batched form."""
+    out = []
+    for t in twins:
+        params = tuple((k, True if k == "BATCHED" else x) for k, x in t.params)
+        out.append(dataclasses.replace(
+            t, name=batched_name(t.name), params=params, matmul=None, aliases=(), smem_dynamic=None,
+            doc=f"the batched form of {t.name}: products z = 0 .. batches - 1 in one launch (3-D maps of A, B and C, "
+                "a batch step of 0 broadcasting an operand)"))
+    return tuple(out)
+
+
+# The twins of the batched forms: rung 7 with 128 x 256 tiles (clusters of 2; every operand form) and
+# 128 x 128 / 64 tiles (row-major and column-major B), fp16 and bf16.
+BATCHED_TWINS = tuple(
+    f"hgemm_wgmma_m64n{bn}k16_persistent{c}_tma_store_stage{st}{form}{bf}"
+    for bn, c, st, forms in ((256, "_cluster2", 4, ("", "_acol", "_bcol", "_acol_bcol")),
+                             (128, "_cluster2", 6, ("", "_bcol")), (128, "", 6, ("", "_bcol")),
+                             (64, "", 8, ("", "_bcol")))
+    for form in forms for bf in ("", "_bf16"))
+
 _P = "hgemm_wgmma_m64n256k16_persistent"
 _BT = "hgemm_wgmma_m64n256k16_bt_persistent"
 
-VARIANTS: tuple[Variant, ...] = (
+_VARIANTS_2D: tuple[Variant, ...] = (
     # ---- the ladder (fp16) ---------------------------------------------------------------------
     _cpasync("hgemm_wgmma_m64n128k16_cpasync_stage4", BN=128, STAGES=4,
              doc="wgmma m64n128k16, both operands in 128B-swizzled shared memory filled by cp.async; "
@@ -341,3 +372,6 @@ VARIANTS: tuple[Variant, ...] = (
           aliases=("hgemm_wgmma_tf32_fast",),
           doc="the TF32 sibling with clusters of 2 along N sharing the A tile (TMA multicast)"),
 )
+
+VARIANTS: tuple[Variant, ...] = _VARIANTS_2D + _batched_forms(
+    next(v for v in _VARIANTS_2D if v.name == name) for name in BATCHED_TWINS)

@@ -34,17 +34,26 @@
 //     is BN whole 128-byte rows: one box {64 k, BN / CLUSTER_M n} per block, multicast to the cluster
 //     (pieces wholly past N not copied). The epilogue TMA-stores the BN / 64 whole 64-column panels
 //     and writes the last BN % 64 columns from registers (store_slab_from; C's row stride is N).
+//   BATCHED (TMA_STORE, not fitted): a batch of products in one launch, C[z] = A[z * a_step] *
+//     B[z * b_step] for z < batches (a step of 0 broadcasts that operand). The maps of A, B and C are
+//     3-D (the batch their outermost dimension) and every copy names batch z; the persistent walk
+//     goes over batches * (cluster tiles per product), batch-major, so the tiles in flight at one
+//     time share one product's operands in L2. What it adds is only that coordinate: tile shapes,
+//     clusters, the epilogue and the forms A_COL / B_COL / NARROW_EDGE are the 2-D kernel's.
 //   PDL (every form): the producer thread waits in griddepcontrol.wait before its first load; no
 //     other role touches global memory before data it loaded.
 // The copy engine zero-fills box parts past M, N or K; boxes wholly past N are not issued (the
 // expected bytes count the issued ones), nor A boxes wholly past M (such a block computes a copy).
 // Template parameters: BM (128, 192), BN (64, 128, 192, 256; fitted: 48, 80, 112, 144, 160, 208, 224; with
 //   BM = 192: 144, 160), STAGES, GROUP (tile rows per raster
-//   band, in cluster tiles), CLUSTER_M (1, 2), TMA_STORE, ANY_C, A_COL, B_COL, NARROW_EDGE, T. BK = 64.
+//   band, in cluster tiles), CLUSTER_M (1, 2), TMA_STORE, ANY_C, A_COL, B_COL, NARROW_EDGE, BATCHED, T.
+//   BK = 64.
 // Launch: block = (128 + 2 BM, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1); dynamic
 //   shared memory hgemm_wgmma_persistent_smem_bytes<...> (PersistentSmem); extra arguments: maps of A
 //   (box {64, BM}; A_COL: {64, 64} of the K x M memory), B (box {64, 64}; B_COL: of the N x K memory;
-//   fitted: {64, BN / CLUSTER_M}) and C (box {64, 64}), 128-byte swizzled; ANY_C: C's row stride (int, elements) instead of C's map.
+//   fitted: {64, BN / CLUSTER_M}) and C (box {64, 64}), 128-byte swizzled; ANY_C: C's row stride (int,
+//   elements) instead of C's map; then batches, a_step, b_step (1, 0, 0 when not BATCHED; BATCHED:
+//   3-D maps, boxes one matrix deep, and a grid of min(batches * tiles, SMs) blocks).
 // Preconditions: leading dimensions of A, B and C multiples of 16 bytes (dense: K % 8 == 0, N % 8 ==
 //   0), a, b, c 16-byte aligned (ANY_C: c and its row stride 2-byte aligned, any N; TMA-store forms:
 //   N % 8 == 0, a TMA store writes a row's last 16-byte piece whole); M * N, M * K, K * N < 2^31.
@@ -62,7 +71,7 @@ using PersistentSmem =
                           (TMA_STORE ? 2 * (BM / 64) * hgemm_wgmma::BOX_BYTES : 0) +
                               (ANY_C ? 2 * (BN / 64) * hgemm_wgmma::BOX_BYTES : 0)>;
 template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL,
-          bool B_COL, bool NARROW_EDGE, class T>
+          bool B_COL, bool NARROW_EDGE, bool BATCHED, class T>
 __device__ constexpr int hgemm_wgmma_persistent_smem_bytes =
     PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C>::BYTES;
 
@@ -77,12 +86,13 @@ struct PersistentCParam<true> {
 };
 
 template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL,
-          bool B_COL, bool NARROW_EDGE, class T>
+          bool B_COL, bool NARROW_EDGE, bool BATCHED, class T>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, 1)
     hgemm_wgmma_persistent(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N,
                            int K, const __grid_constant__ TensorMap tmap_a,
                            const __grid_constant__ TensorMap tmap_b,
-                           const __grid_constant__ typename PersistentCParam<ANY_C>::type c_param) {
+                           const __grid_constant__ typename PersistentCParam<ANY_C>::type c_param, int batches,
+                           int a_step, int b_step) {
   using namespace hgemm_wgmma;
   using Smem = PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C>;
   constexpr int CONSUMERS = BM / 64;  // consumer warpgroups, one 64-row slab each
@@ -108,6 +118,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   static_assert(BM == 128 || (BM == 192 && TMA_STORE && !NARROW_EDGE && BN <= 192),
                 "three consumers (BM = 192): the TMA-store epilogue, at most 96 accumulators in 152 registers");
   static_assert(!(TMA_STORE && ANY_C), "one epilogue: registers, TMA stores or ANY_C's staged stores");
+  static_assert(!BATCHED || (TMA_STORE && !FITTED), "batches: C through 3-D TMA stores, whole 64-column panels");
 
   extern __shared__ char smem_raw[];
   char* const smem = align_1024(smem_raw);
@@ -143,6 +154,13 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   auto cluster_tile = [&](int t) {
     return edge_last ? walk.cluster_tile_edge_last(t, GROUP) : walk.cluster_tile(t, GROUP);
   };
+  // BATCHED: cluster tile t of the walk over every product lies in batch z = t / walk.count (a
+  // product's tiles are consecutive), where it is that product's cluster tile t - z * walk.count.
+  const int total = BATCHED ? walk.count * batches : walk.count;
+  auto locate = [&](int t, int& z) {
+    z = BATCHED ? t / walk.count : 0;
+    return cluster_tile(t - z * walk.count);
+  };
 
   const int wg = warpgroup_index();
   if (wg == 0) {
@@ -158,8 +176,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       // memory only through what this thread loads.
       grid_dependency_wait();
       Ring<STAGES> ring;
-      for (int k = 0, t; (t = walk.nth(k, edge_last)) < walk.count; ++k) {
-        const TileCoord tc = cluster_tile(t);
+      for (int k = 0, t; (t = walk.nth(k, edge_last)) < total; ++k) {
+        int z;
+        const TileCoord tc = locate(t, z);
+        const int za = z * a_step, zb = z * b_step;  // batch coordinates of A and B (0: broadcast)
         const int m0 = (tc.row * CLUSTER_M + rank) * BM;
         const int m_load = m0 < M ? m0 : tc.row * CLUSTER_M * BM;  // a block past M computes a copy
         const int n0 = tc.col * BN;
@@ -173,17 +193,31 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
           const int s = ring.stage;
           mbarrier_wait(&empty[s], ring.phase ^ 1);  // every consumer of the cluster released it
           mbarrier_arrive_expect_tx(&full[s], tx);
+          auto load_a = [&](char* dst, int c0, int c1) {
+            if constexpr (BATCHED) {
+              tma_load_3d(dst, &tmap_a, &full[s], c0, c1, za);
+            } else {
+              tma_load_2d(dst, &tmap_a, &full[s], c0, c1);
+            }
+          };
           if constexpr (A_COL) {  // BM / 64 M-major panels: boxes {64 m, 64 k} of the K x M memory
 #pragma unroll
             for (int i = 0; i < BM / 64; ++i)
-              tma_load_2d(sA + s * A_STAGE + i * B_PANEL_BYTES, &tmap_a, &full[s], m_load + 64 * i, kt * BK);
+              load_a(sA + s * A_STAGE + i * B_PANEL_BYTES, m_load + 64 * i, kt * BK);
           } else {
-            tma_load_2d(sA + s * A_STAGE, &tmap_a, &full[s], kt * BK, m_load);
+            load_a(sA + s * A_STAGE, kt * BK, m_load);
           }
           // one box of B into dst at (inner, outer) coordinates (c0, c1): multicast to the cluster, or
           // this block's alone, evict_first where B_STREAM says so
           auto load_b = [&](char* dst, int c0, int c1) {
-            if constexpr (CLUSTER_M > 1) {
+            if constexpr (BATCHED && CLUSTER_M > 1) {
+              tma_load_3d_multicast(dst, &tmap_b, &full[s], c0, c1, zb,
+                                    static_cast<unsigned short>((1u << CLUSTER_M) - 1), b_policy);
+            } else if constexpr (BATCHED && B_STREAM) {
+              tma_load_3d(dst, &tmap_b, &full[s], c0, c1, zb, b_policy);
+            } else if constexpr (BATCHED) {
+              tma_load_3d(dst, &tmap_b, &full[s], c0, c1, zb);
+            } else if constexpr (CLUSTER_M > 1) {
               tma_load_2d_multicast(dst, &tmap_b, &full[s], c0, c1, static_cast<unsigned short>((1u << CLUSTER_M) - 1),
                                     b_policy);
             } else if constexpr (B_STREAM) {
@@ -218,12 +252,13 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         named_barrier_sync(BAR_STORING, STORING_THREADS);
         named_barrier_arrive(BAR_READ, BOTH);  // both slabs start free
         named_barrier_arrive(BAR_READ + 1, BOTH);
-        for (int k = 0, t; (t = walk.nth(k, edge_last)) < walk.count; ++k) {
-          const TileCoord tc = cluster_tile(t);
+        for (int k = 0, t; (t = walk.nth(k, edge_last)) < total; ++k) {
+          int z;
+          const TileCoord tc = locate(t, z);
           const int m0 = (tc.row * CLUSTER_M + rank) * BM;
           const int n0 = tc.col * BN;
           const int live = min(PANELS, (N - n0 + 63) / 64);
-          const bool more = walk.nth(k + 1, edge_last) < walk.count;
+          const bool more = walk.nth(k + 1, edge_last) < total;
           for (int cw = 0; cw < 2; ++cw) {
             named_barrier_sync(BAR_STAGED + cw, BOTH);  // this tile's slab cw is staged
             store_staged_slab<T, PANELS>(c, c_param, sC + cw * SLAB, m0 + 64 * cw, n0, live, M, N, w, 3, lane);
@@ -247,8 +282,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     float acc[BN / 2];
     Ring<STAGES> ring;
     int box_flip = 0;  // an odd PANELS (BN = 192) starts every other tile on the second staging box
-    for (int k = 0, t; (t = walk.nth(k, edge_last)) < walk.count; ++k) {
-      const TileCoord tc = cluster_tile(t);
+    for (int k = 0, t; (t = walk.nth(k, edge_last)) < total; ++k) {
+      int z;
+      const TileCoord tc = locate(t, z);
       const int m0 = (tc.row * CLUSTER_M + rank) * BM;
       const int n0 = tc.col * BN;
       const int live = min(PANELS, (N - n0 + 63) / 64);  // panels of the tile inside N
@@ -275,7 +311,13 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
           fence_proxy_async_shared();              // the box is visible to the copy engine
           named_barrier_sync(1 + cw, 128);
           if (tid == 0) {
-            if (row0 < M && n0 + 64 * p < N) tma_store_2d(&c_param, box, n0 + 64 * p, row0);
+            if (row0 < M && n0 + 64 * p < N) {
+              if constexpr (BATCHED) {
+                tma_store_3d(&c_param, box, n0 + 64 * p, row0, z);
+              } else {
+                tma_store_2d(&c_param, box, n0 + 64 * p, row0);
+              }
+            }
             tma_store_commit();  // a group even when empty: the wait above counts groups
           }
         }

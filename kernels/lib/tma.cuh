@@ -61,6 +61,39 @@ CUGEMM_DEVICE void tma_load_2d_multicast(void* dst, const TensorMap* map, unsign
       : "memory");
 }
 
+// ---- 3-D boxes: the same copies with a third coordinate c2 (a batch of matrices; the box is one
+// matrix deep). Rung 7's batched form (04_persistent.cu) addresses batch z of A, B and C with them.
+CUGEMM_DEVICE void tma_load_3d(void* dst, const TensorMap* map, unsigned long long* bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+CUGEMM_DEVICE void tma_load_3d(void* dst, const TensorMap* map, unsigned long long* bar, int c0, int c1, int c2,
+                               unsigned long long policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "l"(policy)
+      : "memory");
+}
+CUGEMM_DEVICE void tma_load_3d_multicast(void* dst, const TensorMap* map, unsigned long long* bar, int c0, int c1,
+                                         int c2, unsigned short cta_mask, unsigned long long policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      ".L2::cache_hint [%0], [%1, {%3, %4, %5}], [%2], %6, %7;\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2),
+      "h"(cta_mask), "l"(policy)
+      : "memory");
+}
+CUGEMM_DEVICE void tma_store_3d(const TensorMap* map, const void* src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(smem_addr(src)), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+
 // 2-D box of shared memory at `src` -> global at coordinates (c0, c1); the part of the box outside
 // the tensor is not written. The writing threads fence (fence_proxy_async_shared) and sync first.
 CUGEMM_DEVICE void tma_store_2d(const TensorMap* map, const void* src, int c0, int c1) {

@@ -1,0 +1,257 @@
+"""Batched products in one launch: C[z] = A[z] @ B[z] for every z of a (broadcast) batch.
+
+    c = cugemm.matmul(q, k.transpose(-1, -2))      # (B, H, S, d) @ (B, H, d, S): one launch
+
+cugemm.matmul hands a batched product here when it does not fold into one 2-D product (a batch of
+activations against one weight does: its rows stack). The kernel is rung 7's batched form
+(kernels/hgemm_wgmma/04_persistent.cu, BATCHED): 3-D tensor maps of A, B and C, the batch their
+outermost dimension, and one persistent grid walking batches x tiles. So:
+
+- the batch dimensions of each operand must collapse into one stride (z * stride for the flattened
+  index z), or be all broadcast (stride 0: every product reads the same matrix). An operand whose
+  batch does not (a broadcast in one dimension and not another, say (B1, 1, M, K) against
+  (1, B2, K, N)) is copied into a dense batch first, by the caller's array library, in one copy;
+- each matrix must be what the kernel's maps read in place: rows (or, for a 'col' operand,
+  columns) contiguous, 16-byte aligned lines and matrices, a 16-byte-aligned pointer. Otherwise
+  that operand is copied into a dense batch whose lines are padded to 16 bytes (C: computed into
+  one and copied back). TMA zero-fills past the true K, M and N, so the padding is never read;
+- the plan (which tile shape) is the one cugemm.select ranks first for the twin 2-D product of the
+  batch's stacked rows (batches x M rounded up to the tile height, by N, by K), among the 2-D
+  variants that have a batched form (hgemm_wgmma.BATCHED_TWINS): the same measured tables and
+  model as a 2-D product, so a batch costs nothing to tune.
+
+fp16 and bf16 on sm_90; anything else (float32, an older GPU, a named 2-D variant) returns None and
+cugemm.matmul runs the batch as one launch per product.
+"""
+from __future__ import annotations
+
+import math
+
+from . import dtypes, grids, launch, operand, select
+from .families.hgemm_wgmma import BATCHED_TWINS, batched_name
+from .ints import round_up
+from .operand import Layout, Operand
+from .prepared import A as _A
+from .prepared import B as _B
+from .prepared import C as _C
+from .prepared import Prepared, sentinel
+from .registry import get_variant
+
+TILE_M = 128     # the batched forms' tile height (select's twin problem stacks M rounded up to it)
+LINE_ALIGN = 16  # bytes: the maps' lines, matrix strides and pointers
+
+
+def collapse(batch: tuple, strides: tuple):
+    """The stride (bytes) of the flattened batch index over the broadcast `batch` shape for an
+    operand with these batch strides: 0 when every product reads the same matrix, None when its
+    dimensions do not merge into one stride."""
+    dims = [(d, s) for d, s in zip(batch, strides) if d != 1]
+    if all(s == 0 for _, s in dims):
+        return 0
+    for (d0, s0), (d1, s1) in zip(dims, dims[1:]):
+        if s1 == 0 or s0 != s1 * d1:
+            return None
+    return dims[-1][1]
+
+
+def in_place(op: Operand, stride, layout: str) -> bool:
+    """Whether the batched kernel reads (writes) this 2-D record with batch stride `stride` where it
+    lies: layout 'row' or 'col', 16-byte lines, pointer and matrix stride (collapse())."""
+    if stride is None:
+        return False
+    info = op.layout_class()
+    rows, cols = op.shape
+    return (info.layout == layout and info.align >= LINE_ALIGN and stride % LINE_ALIGN == 0
+            and operand.fits(info, layout, rows, cols, op.dtype.itemsize, True, LINE_ALIGN))
+
+
+def _layout(op: Operand) -> str:
+    """The layout the batched forms read `op` in: its own when it has one ('row' or 'col'), else 'row'
+    (after a copy)."""
+    return op.layout_class().layout or "row"
+
+
+def twins(dtype: dtypes.DType, a_layout: str, b_layout: str) -> list[str]:
+    """The 2-D variants of `dtype` with a batched form reading A and B in these layouts."""
+    out = []
+    for name in BATCHED_TWINS:
+        v = get_variant(name)
+        if v.dt_in is dtype and v.a_layout == a_layout and v.b_layout == b_layout:
+            out.append(name)
+    return out
+
+
+def choose(count: int, M: int, N: int, K: int, dtype, a_layout: str, b_layout: str, dev, measured,
+           variant=None) -> select.Choice:
+    """select's choice for the twin 2-D product (count x round_up(M, TILE_M) stacked rows, N, K) among
+    the twins of the batched forms for these layouts, its chosen plan's variant replaced by that
+    twin's batched form (Choice.plan.note says so). `variant`: a batched form's name to run instead."""
+    Meq = count * round_up(M, TILE_M)
+    p = select.Problem(Meq, N, K, dtype, Layout(a_layout, K if a_layout == "row" else Meq, 16),
+                       Layout(b_layout, N if b_layout == "row" else K, 16), Layout("row", N, 16), dev)
+    names = twins(dtype, a_layout, b_layout)
+    if variant is not None:
+        v = get_variant(variant)
+        twin = [n for n in BATCHED_TWINS if batched_name(n) == v.name]
+        if not twin or twin[0] not in names:
+            raise ValueError(f"cugemm.matmul: {v.name} is not a batched form for {dtype.name} with A "
+                             f"{a_layout}-major and B {b_layout}-major; batched forms: "
+                             + ", ".join(batched_name(n) for n in names))
+        names = twin
+    choice = select.select(p, measured, names)
+    if choice.plan is not None:
+        choice.plan.variant = get_variant(batched_name(choice.plan.variant.name))
+        choice.plan.copy_a = choice.plan.copy_b = ""
+        choice.plan.via_c = False
+        choice.plan.note = (f"batched: {count} products of {M}x{N}x{K} in one launch, ranked as the "
+                            f"{Meq}x{N}x{K} product of their stacked rows")
+    return choice
+
+
+class BatchedReady:
+    """A batched product's launch prepared for raw pointers, and the copies it needs (the flags
+    copy_a, copy_b, via_c; their dense padded shapes in `shapes`). fast / direct: one launch on
+    the operands where they lie (what cugemm.serve's serving paths replay)."""
+
+    __slots__ = ("choice", "plan", "gemm", "copy_a", "copy_b", "via_c", "shapes", "fast", "direct", "count",
+                 "dims")
+
+    def __init__(self, choice, A3: Operand, B3: Operand, C3: Operand, M: int, N: int, K: int, dev: int, flags, shapes):
+        plan = choice.plan
+        v = plan.variant
+        state = launch.loaded(v, dev)
+        fn, info, _ = state
+        self.count, self.dims = C3.shape[0], (M, N, K)
+        args = (sentinel(_A), sentinel(_B), sentinel(_C))
+        recs = [X._replace(ptr=s) for X, s in zip((A3, B3, C3), args)]
+        import numpy as np
+
+        args = tuple(np.uint64(s) for s in args) + (np.int32(M), np.int32(N), np.int32(K))
+        args += v.extra_args(*recs, M, N, K, raw=True)
+        grid = grids.batched_persistent_grid(v, self.count, M, N, info)
+        self.gemm = Prepared(fn.kernel.ptr, grid, v.block, v.smem_dynamic, args, False)
+        self.choice, self.plan = choice, plan
+        self.copy_a, self.copy_b, self.via_c = flags
+        self.shapes = shapes
+        self.fast = self.direct = not any(flags)
+
+    def serve(self, lib, stream: int, a_ptr: int, b_ptr: int, c_ptr: int, a=None, b=None, out=None) -> None:
+        """The serving paths' call (a direct plan: one launch)."""
+        self.gemm.launch((a_ptr, b_ptr, c_ptr), stream)
+
+    run = serve
+
+
+def decide(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, info, measured,
+           variant=None):
+    """(Choice, copy flags (A, B, C), the kernel's 3-D records of A, B, C, the dense shapes of the
+    copies) for a batched product of records on device record `info`, or None where no batched form
+    applies (another type, a GPU other than sm_90, a named 2-D variant). Runs nothing."""
+    if A.dtype.name not in ("float16", "bfloat16") or info.cc // 10 != 9:
+        return None
+    if variant is not None and not get_variant(variant).param_dict.get("BATCHED"):
+        return None
+    count = math.prod(batch)
+    size = A.dtype.itemsize
+    sa, sb, sc = collapse(batch, a_b), collapse(batch, b_b), collapse(batch, c_b)
+    if sc == 0 and count > 1:
+        sc = None  # every product writing one C: computed into a batch and copied back
+    la, lb = _layout(A2), _layout(B2)
+    flags = (not in_place(A2, sa, la), not in_place(B2, sb, lb), not in_place(C2, sc, "row"))
+    la, lb = ("row" if flags[0] else la), ("row" if flags[1] else lb)
+    choice = choose(count, M, N, K, A.dtype, la, lb, info, measured, variant)
+    if choice.plan is None:
+        return None
+
+    def record(X2, stride, copied, rows, cols, ptr):
+        # a copy: a dense batch (of one matrix when every product reads the same) with 16-byte lines
+        # (padded, never read past cols); else the operand where it lies, `stride` apart
+        n = count if stride is None or stride else 1
+        if copied:
+            ld = round_up(cols, LINE_ALIGN // size)
+            return Operand((n, rows, cols), X2.dtype, X2.typestr, (rows * ld * size, ld * size, size), ptr, False,
+                           False, False), (n, rows, ld)
+        return X2._replace(shape=(n,) + tuple(X2.shape), strides=(stride,) + tuple(X2.strides)), None
+
+    A3, ka = record(A2, sa, flags[0], M, K, A.ptr)
+    B3, kb = record(B2, sb, flags[1], K, N, B.ptr)
+    C3, kc = record(C2, sc, flags[2], M, N, O.ptr)
+    return choice, flags, (A3, B3, C3), (ka, kb, kc)
+
+
+def plan_batched(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, dev: int,
+                 measured, variant=None) -> BatchedReady | None:
+    """The BatchedReady of a batched product (decide(), then its launch prepared: the kernel is
+    loaded, compiled if needed), or None where no batched form applies."""
+    from . import device as _device
+
+    d = decide(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, _device.get(dev), measured, variant)
+    if d is None:
+        return None
+    choice, flags, (A3, B3, C3), shapes = d
+    return BatchedReady(choice, A3, B3, C3, M, N, K, dev, flags, shapes)
+
+
+def plan_key(dev, A: Operand, B: Operand, O: Operand, variant) -> tuple:
+    """What a batched plan depends on: device, type, the operands' shapes, strides and 16-byte
+    alignment, the named variant."""
+    return ("batched", dev, A.dtype, variant, A.shape, A.strides, B.shape, B.strides, O.shape, O.strides,
+            A.ptr & 15, B.ptr & 15, O.ptr & 15)
+
+
+def _dense_copy(lib, x, lead: tuple, rows: int, cols: int, n: int, ld: int, is_a: bool):
+    """x (the caller's array; 1-D promoted as matmul does: A to 1 x K, B to K x 1) broadcast to
+    lead + (rows, cols) and flattened to n matrices (n == 1: the one every product reads), copied
+    into a fresh (n, rows, ld) array of the caller's library (one copy; columns past `cols` unset)."""
+    if lib.kind == "torch":
+        t = x.unsqueeze(0 if is_a else -1) if x.dim() == 1 else x
+        t = t.expand(*lead, rows, cols)
+        t = t[(0,) * len(lead)].unsqueeze(0) if n == 1 else t.reshape(n, rows, cols)
+        buf = lib.empty((n, rows, ld), t)
+        buf[:, :, :cols].copy_(t)
+        return buf
+    import cupy
+
+    t = x.reshape((1, -1) if is_a else (-1, 1)) if x.ndim == 1 else x
+    t = cupy.broadcast_to(t, tuple(lead) + (rows, cols))
+    t = t[(0,) * len(lead)][None] if n == 1 else t.reshape(n, rows, cols)
+    buf = lib.empty((n, rows, ld), t)
+    bits = cupy.uint16 if t.dtype.itemsize == 2 else cupy.uint32
+    buf.view(bits)[:, :, :cols] = t.view(bits)
+    return buf
+
+
+def _ptr(lib, x) -> int:
+    return x.data_ptr() if lib.kind == "torch" else x.data.ptr
+
+
+def run(r: BatchedReady, lib, stream: int, a, b, out, A: Operand, B: Operand, O: Operand, batch: tuple) -> None:
+    """One batched product on `stream`: the copies r needs (by the caller's array library, each one
+    operation over the whole batch), the launch, the copy of C back into `out`."""
+    if r.direct:
+        r.gemm.launch((A.ptr, B.ptr, O.ptr), stream)
+        return
+    keep = []
+    ptrs = [A.ptr, B.ptr, O.ptr]
+    M, N, K = r.dims
+    for i, (x, is_a) in enumerate(((a, True), (b, False))):
+        if (r.copy_a, r.copy_b)[i]:
+            n, rows, ld = r.shapes[i]
+            cols = K if is_a else N
+            buf = _dense_copy(lib, x, batch, rows, cols, n, ld, is_a)
+            keep.append(buf)
+            ptrs[i] = _ptr(lib, buf)
+    tmp = None
+    if r.via_c:
+        tmp = lib.empty(r.shapes[2], out)
+        ptrs[2] = _ptr(lib, tmp)
+    r.gemm.launch(ptrs, stream)
+    if tmp is not None:
+        final = tuple(out.shape)
+        if lib.kind == "torch":
+            out.copy_(tmp[:, :, :N].reshape(final))
+        else:
+            import cupy
+
+            bits = cupy.uint16 if out.dtype.itemsize == 2 else cupy.uint32
+            out.view(bits)[...] = tmp.view(bits)[:, :, :N].reshape(final)

@@ -1,0 +1,183 @@
+"""Batched products in one launch (cugemm.batched, rung 7's BATCHED form) on a GPU.
+
+Each case multiplies fresh random operands against the float64 reference with the tolerance of
+cugemm.accuracy, into an output poisoned with NaN (and, where the case gives `out`, a view inside a
+larger poisoned buffer whose margins must stay poisoned: nothing is written outside the output).
+Cases: batch counts from 2 to 300; A and B row- and column-major, padded, misaligned; dimensions
+that are not multiples of 8 (copied into padded batches); broadcast operands that collapse (one
+matrix for every product) and that do not (copied); CuPy and torch; the plan cache's second call;
+capture in a CUDA graph and replay after the inputs change in place.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import cugemm
+from cugemm import accuracy, testing
+
+pytestmark = pytest.mark.gpu
+cupy = pytest.importorskip("cupy")
+
+
+def _random(dtype, shape):
+    return testing.cast(cupy.random.standard_normal(shape, dtype=cupy.float32), dtype)
+
+
+def _bits(x):
+    return x.view(cupy.uint16 if x.itemsize == 2 else cupy.uint32)
+
+
+def _relaid(x, layout):
+    """x (dense, row-major) as 'row', 'col' (a transposed view of a dense copy), 'padded' (rows with
+    8 spare elements) or 'offset' (one element into its buffer: 2-byte aligned)."""
+    if layout == "col":
+        return cupy.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2)
+    if layout == "padded":
+        buf = cupy.empty(x.shape[:-1] + (x.shape[-1] + 8,), dtype=x.dtype)
+        _bits(buf[..., :x.shape[-1]])[...] = _bits(x)
+        return buf[..., :x.shape[-1]]
+    if layout == "offset":
+        flat = cupy.empty(x.size + 1, dtype=x.dtype)
+        view = flat[1:].reshape(x.shape)
+        _bits(view)[...] = _bits(x)
+        return view
+    return x
+
+
+def _check(c, a0, b0):
+    ref = cupy.matmul(testing.to_float64(a0), testing.to_float64(b0))
+    assert c.shape == ref.shape
+    err = accuracy.rel_error(c, ref)
+    assert accuracy.within(err, str(a0.dtype) if a0.dtype != cupy.float32 else "float32", "float32"), err
+
+
+def _guarded_out(shape, dtype):
+    """A view of `shape` inside a poisoned buffer with 3 spare rows and 16 spare columns per matrix;
+    returns (view, buffer)."""
+    buf = testing.poisoned(shape[:-2] + (shape[-2] + 3, shape[-1] + 16), dtype)
+    return buf[..., 1:1 + shape[-2], 8:8 + shape[-1]], buf
+
+
+def _margins_poisoned(buf, shape):
+    inner = cupy.zeros(buf.shape, dtype=bool)
+    inner[..., 1:1 + shape[-2], 8:8 + shape[-1]] = True
+    return bool(cupy.isnan(testing.to_float64(buf))[~inner].all())
+
+
+# (batch of A, batch of B, M, N, K, layout of A, layout of B, dtype)
+CASES = [
+    ((64,), (64,), 512, 512, 64, "row", "row", "float16"),
+    ((32,), (32,), 1024, 1024, 128, "row", "col", "bfloat16"),       # q @ k.T
+    ((8, 4), (8, 4), 200, 328, 96, "row", "col", "float16"),          # two batch dims, edge tiles
+    ((300,), (300,), 64, 64, 64, "row", "row", "bfloat16"),           # many small products
+    ((3,), (3,), 130, 260, 72, "col", "col", "float16"),              # A and B column-major
+    ((5,), (5,), 257, 1000, 136, "col", "row", "bfloat16"),
+    ((2, 3), (1, 3), 96, 136, 200, "row", "row", "float16"),          # B broadcast over dim 0: copied
+    ((1,), (6,), 384, 256, 64, "row", "row", "float16"),              # A broadcast: one matrix
+    ((6,), (1,), 384, 256, 64, "col", "col", "bfloat16"),             # B broadcast, A's rows do not stack
+    ((4,), (4,), 100, 77, 61, "row", "row", "float16"),               # N, K not multiples of 8: copies
+    ((4,), (4,), 128, 128, 128, "padded", "padded", "bfloat16"),      # strided rows, in place
+    ((3,), (3,), 128, 96, 64, "offset", "row", "float16"),            # A 2-byte aligned: copied
+    ((7,), (7,), 1, 640, 256, "row", "col", "float16"),               # one row per product
+    ((2,), (2,), 3000, 2000, 256, "row", "row", "bfloat16"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-{c[2]}x{c[3]}x{c[4]}-{c[5]},{c[6]}-{c[7]}")
+@pytest.mark.parametrize("api", ["cupy", "torch"])
+def test_batched_products_match_float64(case, api):
+    ba, bb, M, N, K, la, lb, dt = case
+    a0, b0 = _random(dt, ba + (M, K)), _random(dt, bb + (K, N))
+    a, b = _relaid(a0, la), _relaid(b0, lb)
+    shape = tuple(np.broadcast_shapes(ba, bb)) + (M, N)
+    out, buf = _guarded_out(shape, dt)
+    choice = cugemm.explain(a, b, out)
+    if api == "torch":
+        torch = pytest.importorskip("torch")
+        c = cugemm.matmul(torch.from_dlpack(a), torch.from_dlpack(b), out=torch.from_dlpack(out))
+        torch.cuda.synchronize()
+    else:
+        c = cugemm.matmul(a, b, out=out)
+        cupy.cuda.Device().synchronize()
+    _check(out, a0, b0)
+    assert _margins_poisoned(buf, shape), "a write outside the output"
+    assert "batched" in choice.plan.variant.name and "one launch" in choice.plan.note, str(choice)
+    assert c is not None
+
+
+def test_fresh_result_and_the_serving_path():
+    """Without out: a dense result; the second call with the same geometry takes the cached plan
+    (torch: the serving path keyed by shapes and strides) and stays right on new data."""
+    torch = pytest.importorskip("torch")
+    for dt in (torch.float16, torch.bfloat16):
+        for trans in (False, True):
+            q = torch.randn(24, 640, 128, device="cuda", dtype=dt)
+            k = torch.randn(24, 640, 128, device="cuda", dtype=dt)
+            kk = k.transpose(1, 2) if trans else k
+            first = cugemm.matmul(q, kk)
+            plans = cugemm.plans_cached()
+            q2 = torch.randn_like(q)
+            second = cugemm.matmul(q2, kk)
+            assert cugemm.plans_cached() == plans
+            for c, x in ((first, q), (second, q2)):
+                ref = torch.matmul(x.double(), kk.double())
+                err = float((c.double() - ref).norm() / ref.norm())
+                assert accuracy.within(err, "float16" if dt == torch.float16 else "bfloat16", "float32"), err
+
+
+def test_cuda_graph_replays_a_batched_product():
+    """Captured after one eager call; the inputs changed in place between replays; 20 replays
+    bit-identical to an eager call on the same inputs."""
+    torch = pytest.importorskip("torch")
+    a = torch.randn(48, 256, 64, device="cuda", dtype=torch.float16)
+    b = torch.randn(48, 64, 320, device="cuda", dtype=torch.float16)
+    cugemm.matmul(a, b)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        cugemm.matmul(a, b)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        c = cugemm.matmul(a, b)
+    for _ in range(3):
+        a.copy_(torch.randn_like(a))
+        b.copy_(torch.randn_like(b))
+        g.replay()
+        torch.cuda.synchronize()
+        eager = cugemm.matmul(a, b)
+        assert torch.equal(c, eager)
+        ref = torch.matmul(a.double(), b.double())
+        assert float((c.double() - ref).norm() / ref.norm()) < accuracy.tolerance("float16", "float32")
+    snap = c.clone()
+    for _ in range(20):
+        g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(c, snap)
+
+
+def test_autograd_through_a_batched_product():
+    """dA = dC B^T and dB = A^T dC, themselves batched products, match torch's."""
+    torch = pytest.importorskip("torch")
+    a = torch.randn(6, 96, 80, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    b = torch.randn(6, 80, 136, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    g = torch.randn(6, 96, 136, device="cuda", dtype=torch.bfloat16)
+    cugemm.matmul(a, b).backward(g)
+    ga, gb = a.grad.double(), b.grad.double()
+    ra = torch.matmul(g.double(), b.detach().double().transpose(1, 2))
+    rb = torch.matmul(a.detach().double().transpose(1, 2), g.double())
+    tol = accuracy.tolerance("bfloat16", "float32")
+    assert float((ga - ra).norm() / ra.norm()) < tol and float((gb - rb).norm() / rb.norm()) < tol
+
+
+def test_a_named_batched_form_runs_and_others_are_refused():
+    a, b = _random("float16", (5, 200, 64)), _random("float16", (5, 64, 192))
+    out = testing.poisoned((5, 200, 192), "float16")
+    cugemm.matmul(a, b, out=out, variant="hgemm_wgmma_m64n64k16_persistent_tma_store_stage8_batched")
+    _check(out, a, b)
+    with pytest.raises(ValueError, match="not a batched form"):
+        cugemm.matmul(a, b, variant="hgemm_wgmma_m64n64k16_persistent_tma_store_stage8_bcol_batched")
+    assert math.isfinite(float(out.astype(cupy.float32).sum()))
