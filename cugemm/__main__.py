@@ -175,19 +175,29 @@ def _tune(args) -> int:
     from . import tuner, tuning
 
     # every input is checked here, before tuner.tune asks for the GPU
-    shapes = _shapes(args)
+    if args.batched:
+        from .bench.measure import batched_shapes
+
+        shapes = batched_shapes(",".join(x for x in (args.sets, args.shapes) if x) or "batched")
+    else:
+        shapes = _shapes(args)
     layouts = _layouts(args.layouts)
     dts = [_matmul_dtype(d).name for d in args.dtype]
     _variants_glob(args.variants)
 
     def log(row):
-        print(f"{row['M']}x{row['N']}x{row['K']} {row['dtype']} {row['variant']}: {row['us']:.1f} us, "
+        batch = f"{row['batch']}x" if "batch" in row else ""
+        print(f"{batch}{row['M']}x{row['N']}x{row['K']} {row['dtype']} {row['variant']}: {row['us']:.1f} us, "
               f"{row['pct']:.1f}% of cupy.matmul [{row['plan']}]", flush=True)
 
     failed = 0
     for dt in dts:
-        rows = tuner.tune(shapes, dt, layouts=layouts, variants=args.variants, path=args.path, ship=args.ship,
-                          log=log, plans=args.plans or tuner.TUNE_PLANS)
+        if args.batched:
+            rows = tuner.tune_batched(shapes, dt, layouts=layouts, variants=args.variants, path=args.path,
+                                      ship=args.ship, log=log)
+        else:
+            rows = tuner.tune(shapes, dt, layouts=layouts, variants=args.variants, path=args.path, ship=args.ship,
+                              log=log, plans=args.plans or tuner.TUNE_PLANS)
         for r in rows:
             if r["status"] != "ok":
                 print(f"{r['M']}x{r['N']}x{r['K']} {r['dtype']} {r['variant']}: {r['status']} "
@@ -265,6 +275,8 @@ def main(argv=None) -> int:
     pt.add_argument("--variants", default=None, help="glob(s) limiting the candidates")
     pt.add_argument("--path", default=None, help="write here instead of the user cache")
     pt.add_argument("--ship", action="store_true", help="write a shipped table (cugemm/tables/) instead")
+    pt.add_argument("--batched", action="store_true",
+                    help="time the batched forms on batches BxMxNxK (--shapes, or --sets: default the 'batched' set)")
     pt.add_argument("--plans", type=int, default=None,
                     help="plans timed per shape: the model's best N and matmul's own best N (default 6)")
     pe = sub.add_parser("explain", help="which variant cugemm.matmul picks for a shape, and why (needs a GPU)")

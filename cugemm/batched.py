@@ -7,18 +7,22 @@ activations against one weight does: its rows stack). The kernel is rung 7's bat
 (kernels/hgemm_wgmma/04_persistent.cu, BATCHED): 3-D tensor maps of A, B and C, the batch their
 outermost dimension, and one persistent grid walking batches x tiles. So:
 
-- the batch dimensions of each operand must collapse into one stride (z * stride for the flattened
-  index z), or be all broadcast (stride 0: every product reads the same matrix). An operand whose
-  batch does not (a broadcast in one dimension and not another, say (B1, 1, M, K) against
-  (1, B2, K, N)) is copied into a dense batch first, by the caller's array library, in one copy;
+- each operand's matrices must be one window of the batch dimensions (window()): the dimensions
+  along which it varies are adjacent and merge into one stride, and it is broadcast (stride 0)
+  along all the others, so that product z (the flattened batch index) reads its matrix
+  (z // div) % mod; that covers a shared operand (mod 1), a plain batch, and broadcasts such as
+  (B1, 1, M, K) against (1, B2, K, N). An operand whose batch is not (varying along two dimensions
+  with a broadcast one between them) is copied into a dense batch first, by the caller's array
+  library, in one copy;
 - each matrix must be what the kernel's maps read in place: rows (or, for a 'col' operand,
   columns) contiguous, 16-byte aligned lines and matrices, a 16-byte-aligned pointer. Otherwise
   that operand is copied into a dense batch whose lines are padded to 16 bytes (C: computed into
   one and copied back). TMA zero-fills past the true K, M and N, so the padding is never read;
-- the plan (which tile shape) is the one cugemm.select ranks first for the twin 2-D product of the
-  batch's stacked rows (batches x M rounded up to the tile height, by N, by K), among the 2-D
-  variants that have a batched form (hgemm_wgmma.BATCHED_TWINS): the same measured tables and
-  model as a 2-D product, so a batch costs nothing to tune.
+- the plan (which tile shape) is the one cugemm.select ranks first among the batched forms for
+  the batch as the 2-D product of its stacked rows (batches x M rounded up to the tile height, by
+  N, by K; select.Problem.batched): measured by `python -m cugemm tune --batched` into a tuning
+  group of its own ('...|batched', cugemm.tuning), else rated by the fallback model as the forms'
+  2-D twins.
 
 fp16 and bf16 on sm_90; anything else (float32, an older GPU, a named 2-D variant) returns None and
 cugemm.matmul runs the batch as one launch per product.
@@ -41,24 +45,28 @@ TILE_M = 128     # the batched forms' tile height (select's twin problem stacks 
 LINE_ALIGN = 16  # bytes: the maps' lines, matrix strides and pointers
 
 
-def collapse(batch: tuple, strides: tuple):
-    """The stride (bytes) of the flattened batch index over the broadcast `batch` shape for an
-    operand with these batch strides: 0 when every product reads the same matrix, None when its
-    dimensions do not merge into one stride."""
+def window(batch: tuple, strides: tuple):
+    """(div, mod, stride) such that product z of the broadcast `batch` shape (z its flattened index)
+    reads the operand's matrix at (z // div) % mod * stride bytes, for an operand with these batch
+    strides (0 along the dimensions it is broadcast in): (1, 1, 0) when every product reads the same
+    matrix; None when the dimensions it varies in are not adjacent or do not merge into one stride."""
     dims = [(d, s) for d, s in zip(batch, strides) if d != 1]
-    if all(s == 0 for _, s in dims):
-        return 0
-    for (d0, s0), (d1, s1) in zip(dims, dims[1:]):
+    varying = [i for i, (_, s) in enumerate(dims) if s != 0]
+    if not varying:
+        return 1, 1, 0
+    run = dims[varying[0]:varying[-1] + 1]
+    for (d0, s0), (d1, s1) in zip(run, run[1:]):
         if s1 == 0 or s0 != s1 * d1:
             return None
-    return dims[-1][1]
+    return math.prod(d for d, _ in dims[varying[-1] + 1:]), math.prod(d for d, _ in run), run[-1][1]
 
 
-def in_place(op: Operand, stride, layout: str) -> bool:
-    """Whether the batched kernel reads (writes) this 2-D record with batch stride `stride` where it
-    lies: layout 'row' or 'col', 16-byte lines, pointer and matrix stride (collapse())."""
-    if stride is None:
+def in_place(op: Operand, win, layout: str) -> bool:
+    """Whether the batched kernel reads (writes) this 2-D record with batch window `win` (window())
+    where it lies: layout 'row' or 'col', 16-byte lines, pointer and matrix stride."""
+    if win is None:
         return False
+    stride = win[2]
     info = op.layout_class()
     rows, cols = op.shape
     return (info.layout == layout and info.align >= LINE_ALIGN and stride % LINE_ALIGN == 0
@@ -71,40 +79,41 @@ def _layout(op: Operand) -> str:
     return op.layout_class().layout or "row"
 
 
-def twins(dtype: dtypes.DType, a_layout: str, b_layout: str) -> list[str]:
-    """The 2-D variants of `dtype` with a batched form reading A and B in these layouts."""
+def forms(dtype: dtypes.DType, a_layout: str, b_layout: str) -> list[str]:
+    """The batched forms of `dtype` reading A and B in these layouts."""
     out = []
     for name in BATCHED_TWINS:
-        v = get_variant(name)
+        v = get_variant(batched_name(name))
         if v.dt_in is dtype and v.a_layout == a_layout and v.b_layout == b_layout:
-            out.append(name)
+            out.append(v.name)
     return out
+
+
+def problem(count: int, M: int, N: int, K: int, dtype, a_layout: str, b_layout: str, dev) -> select.Problem:
+    """The select.Problem a batch is ranked as: its stacked rows (count x round_up(M, TILE_M)) by N
+    by K, dense lines in the given layouts, batched."""
+    Meq = count * round_up(M, TILE_M)
+    return select.Problem(Meq, N, K, dtype, Layout(a_layout, K if a_layout == "row" else Meq, 16),
+                          Layout(b_layout, N if b_layout == "row" else K, 16), Layout("row", N, 16), dev,
+                          batched=True)
 
 
 def choose(count: int, M: int, N: int, K: int, dtype, a_layout: str, b_layout: str, dev, measured,
            variant=None) -> select.Choice:
-    """select's choice for the twin 2-D product (count x round_up(M, TILE_M) stacked rows, N, K) among
-    the twins of the batched forms for these layouts, its chosen plan's variant replaced by that
-    twin's batched form (Choice.plan.note says so). `variant`: a batched form's name to run instead."""
-    Meq = count * round_up(M, TILE_M)
-    p = select.Problem(Meq, N, K, dtype, Layout(a_layout, K if a_layout == "row" else Meq, 16),
-                       Layout(b_layout, N if b_layout == "row" else K, 16), Layout("row", N, 16), dev)
-    names = twins(dtype, a_layout, b_layout)
+    """select's choice among the batched forms for these layouts (problem()); Choice.plan.note says
+    what was ranked. `variant`: the batched form to run instead (ValueError if it is not one of them)."""
+    p = problem(count, M, N, K, dtype, a_layout, b_layout, dev)
+    names = None
     if variant is not None:
-        v = get_variant(variant)
-        twin = [n for n in BATCHED_TWINS if batched_name(n) == v.name]
-        if not twin or twin[0] not in names:
-            raise ValueError(f"cugemm.matmul: {v.name} is not a batched form for {dtype.name} with A "
-                             f"{a_layout}-major and B {b_layout}-major; batched forms: "
-                             + ", ".join(batched_name(n) for n in names))
-        names = twin
+        names = forms(dtype, a_layout, b_layout)
+        if get_variant(variant).name not in names:
+            raise ValueError(f"cugemm.matmul: {get_variant(variant).name} is not a batched form for {dtype.name} "
+                             f"with A {a_layout}-major and B {b_layout}-major; batched forms: {', '.join(names)}")
+        names = [get_variant(variant).name]
     choice = select.select(p, measured, names)
     if choice.plan is not None:
-        choice.plan.variant = get_variant(batched_name(choice.plan.variant.name))
-        choice.plan.copy_a = choice.plan.copy_b = ""
-        choice.plan.via_c = False
         choice.plan.note = (f"batched: {count} products of {M}x{N}x{K} in one launch, ranked as the "
-                            f"{Meq}x{N}x{K} product of their stacked rows")
+                            f"{p.M}x{N}x{K} product of their stacked rows")
     return choice
 
 
@@ -121,7 +130,7 @@ class BatchedReady:
         v = plan.variant
         state = launch.loaded(v, dev)
         fn, info, _ = state
-        self.count, self.dims = C3.shape[0], (M, N, K)
+        self.count, self.dims = math.prod(C3.shape[:-2]), (M, N, K)
         args = (sentinel(_A), sentinel(_B), sentinel(_C))
         recs = [X._replace(ptr=s) for X, s in zip((A3, B3, C3), args)]
         import numpy as np
@@ -153,29 +162,32 @@ def decide(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2
         return None
     count = math.prod(batch)
     size = A.dtype.itemsize
-    sa, sb, sc = collapse(batch, a_b), collapse(batch, b_b), collapse(batch, c_b)
-    if sc == 0 and count > 1:
-        sc = None  # every product writing one C: computed into a batch and copied back
+    wa, wb, wc = window(batch, a_b), window(batch, b_b), window(batch, c_b)
+    if wc is not None and wc[:2] != (1, count):
+        wc = None  # C not one matrix per product, in order: computed into a dense batch and copied back
     la, lb = _layout(A2), _layout(B2)
-    flags = (not in_place(A2, sa, la), not in_place(B2, sb, lb), not in_place(C2, sc, "row"))
+    flags = (not in_place(A2, wa, la), not in_place(B2, wb, lb), not in_place(C2, wc, "row"))
     la, lb = ("row" if flags[0] else la), ("row" if flags[1] else lb)
     choice = choose(count, M, N, K, A.dtype, la, lb, info, measured, variant)
     if choice.plan is None:
         return None
 
-    def record(X2, stride, copied, rows, cols, ptr):
+    def record(X2, win, copied, rows, cols, ptr):
         # a copy: a dense batch (of one matrix when every product reads the same) with 16-byte lines
-        # (padded, never read past cols); else the operand where it lies, `stride` apart
-        n = count if stride is None or stride else 1
+        # (padded, never read past cols); else the operand where it lies, as a 5-D record (outer,
+        # mod, div, rows, cols) whose matrices are `stride` apart (tma_args.batch_of)
         if copied:
+            n = 1 if win is not None and win[1] == 1 else count
             ld = round_up(cols, LINE_ALIGN // size)
             return Operand((n, rows, cols), X2.dtype, X2.typestr, (rows * ld * size, ld * size, size), ptr, False,
                            False, False), (n, rows, ld)
-        return X2._replace(shape=(n,) + tuple(X2.shape), strides=(stride,) + tuple(X2.strides)), None
+        div, mod, stride = win
+        return X2._replace(shape=(count // (div * mod), mod, div) + tuple(X2.shape),
+                           strides=(0, stride, 0) + tuple(X2.strides)), None
 
-    A3, ka = record(A2, sa, flags[0], M, K, A.ptr)
-    B3, kb = record(B2, sb, flags[1], K, N, B.ptr)
-    C3, kc = record(C2, sc, flags[2], M, N, O.ptr)
+    A3, ka = record(A2, wa, flags[0], M, K, A.ptr)
+    B3, kb = record(B2, wb, flags[1], K, N, B.ptr)
+    C3, kc = record(C2, wc, flags[2], M, N, O.ptr)
     return choice, flags, (A3, B3, C3), (ka, kb, kc)
 
 

@@ -79,6 +79,8 @@ class Problem:
     c: Layout
     device: Device
     allow_tf32: bool = False
+    batched: bool = False  # a batch in one launch, ranked as its stacked rows (cugemm.batched): its candidates
+                           # are the batched forms, its measurements a tuning group of their own
 
     @property
     def flops(self) -> float:
@@ -197,10 +199,12 @@ def make_plan(v: Variant, p: Problem) -> tuple[Plan | None, str]:
 
 def plans(p: Problem, names=None) -> tuple[list[Plan], list[tuple[Variant, str]]]:
     """(plans, refused): a plan for each candidate variant that can compute `p`, and (variant,
-    reason) for the others. Candidates: the rated variants of the element type (fallback_row), or
-    `names` (a list of variant names or a glob) when given."""
+    reason) for the others. Candidates: the rated variants of the element type (fallback_row) that
+    are batched forms if and only if p is batched, or `names` (a list of variant names or a glob)
+    when given."""
     if names is None:
-        pool = [v for v in _variants(dtype=p.dtype.name) if fallback_row(v, p.dtype, p.allow_tf32)]
+        pool = [v for v in _variants(dtype=p.dtype.name) if fallback_row(v, p.dtype, p.allow_tf32)
+                and bool(v.param_dict.get("BATCHED")) == p.batched]
         pool.sort(key=lambda v: fallback_row(v, p.dtype, p.allow_tf32)[0])
     elif isinstance(names, str):
         pool = _variants(names)

@@ -414,6 +414,15 @@ def expand(op: operand.Operand, batch: tuple, is_a: bool) -> tuple:
     return tuple(bstr), tuple(shape[-2:]), tuple(strides[-2:])
 
 
+def _split(A, B, O, batch: tuple, M: int, N: int) -> tuple:
+    """(batch strides of A, of B, of C, then A, B and C as 2-D records) of records broadcast to
+    `batch` (O: the output, batch + (M, N))."""
+    a_b, a2s, a2st = expand(A, batch, True)
+    b_b, b2s, b2st = expand(B, batch, False)
+    return (a_b, b_b, tuple(O.strides[:len(batch)]), A._replace(shape=a2s, strides=a2st),
+            B._replace(shape=b2s, strides=b2st), O._replace(shape=(M, N), strides=tuple(O.strides[-2:])))
+
+
 def stacked_rows(lead, lead_strides, cols: int, itemsize: int):
     """(rows, row stride) of a batched operand whose batch and row dims (`lead`, byte strides
     `lead_strides`) merge into one dimension of evenly spaced rows, else None."""
@@ -569,12 +578,7 @@ def _general_ready(a, b, out, allow_tf32, variant, verbose, lib):
         o_shape.insert(pos, 1)
         o_strides.insert(pos, 0)
     O = O._replace(shape=tuple(o_shape), strides=tuple(o_strides))
-    a_b, a2s, a2st = expand(A, batch, True)
-    b_b, b2s, b2st = expand(B, batch, False)
-    c_b = tuple(O.strides[:len(batch)])
-    A2 = A._replace(shape=a2s, strides=a2st)
-    B2 = B._replace(shape=b2s, strides=b2st)
-    C2 = O._replace(shape=(M, N), strides=tuple(O.strides[-2:]))
+    a_b, b_b, c_b, A2, B2, C2 = _split(A, B, O, batch, M, N)
     # the output must not overlap an input (it would be read while written)
     c_ext = operand.extent(O.shape, O.strides, O.ptr, O.dtype.itemsize)
     for what, X in (("A", A), ("B", B)):
@@ -847,6 +851,16 @@ def explain(a, b, out=None, *, variant=None, allow_tf32: bool = False) -> select
         if d is not None:
             return d[0]
     return choose(A2, B2, C2, allow_tf32, variant, dev)
+
+
+def batched_ready(a, b, out, variant=None):
+    """The batched.BatchedReady that matmul(a, b, out=out, variant=variant) runs for CuPy arrays of at
+    least 3 dimensions whose product is a batch in one launch (planned now if new), or None. The tuner
+    times its launch."""
+    A, B, O = (operand.describe(x, w, "cugemm.matmul") for x, w in ((a, "A"), (b, "B"), (out, "out")))
+    batch, M, K, N, _, _ = result_shape(A.shape, B.shape)
+    a_b, b_b, c_b, A2, B2, C2 = _split(A, B, O, batch, M, N)
+    return _batched_ready(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, variant, False, a.device.id, _CupyLib)
 
 
 def execute(plan: select.Plan, a, b, out) -> None:

@@ -55,12 +55,17 @@ def row_stride(op, cols: int, itemsize: int, layout: str = "row") -> int:
 
 
 def batch_of(op) -> tuple:
-    """(matrices, bytes from one to the next) of an operand record: a 3-D record (batch, rows, cols)
-    with more than one matrix at distinct addresses is a batch; anything else (2-D, one matrix, a
-    batch stride of 0: broadcast) is (1, 0)."""
+    """(matrices, bytes from one to the next, div) of an operand record: product z of the launch
+    reads its matrix (z // div) % matrices. A 3-D record (batch, rows, cols) with more than one
+    matrix at distinct addresses is a batch (div 1); a 5-D record (outer, batch, inner, rows, cols)
+    whose outer and inner dimensions have stride 0 (a batch broadcast along the products' outer and
+    inner batch dimensions: cugemm.batched) one read by `inner` products in a row; anything else
+    (2-D, one matrix, a batch stride of 0: broadcast) is (1, 0, 1)."""
+    if len(op.shape) == 5 and op.shape[1] > 1 and op.strides[1] != 0:
+        return int(op.shape[1]), int(op.strides[1]), int(op.shape[2])
     if len(op.shape) == 3 and op.shape[0] > 1 and op.strides[0] != 0:
-        return int(op.shape[0]), int(op.strides[0])
-    return 1, 0
+        return int(op.shape[0]), int(op.strides[0]), 1
+    return 1, 0, 1
 
 
 def _map(op, dtype, rows: int, cols: int, stride: int, box, batched: bool, swizzle: int = 128):
@@ -68,7 +73,7 @@ def _map(op, dtype, rows: int, cols: int, stride: int, box, batched: bool, swizz
     one matrix deep when it has one (a broadcast operand: the kernel names batch 0 for it)."""
     if not batched:
         return tma.tensor_map_2d(op.ptr, dtype, rows, cols, stride, box, swizzle)
-    depth, step = batch_of(op)
+    depth, step, _ = batch_of(op)
     return tma.tensor_map_3d(op.ptr, dtype, depth, rows, cols, stride, step or -(-rows * stride // 16) * 16, box,
                              swizzle)
 
@@ -107,9 +112,9 @@ def maps_persistent(v, A, B, C, M, N, K):
     """The wgmma persistent rungs and their forms: A (box {64 k, 128 rows}; 'col': box {64 m, 64 k}
     of the K x M memory), B (map_b; the fitted widths: {64 k, BN / CLUSTER_M n}), then C (box {64,
     64}, what a consumer's staging box holds) or, for ANY_C, C's row stride in elements; then the
-    batch: (products, A's step, B's step), (1, 0, 0) but for the BATCHED form, whose maps are 3-D
-    over the operand records' batches (batch_of: C's count is the launch's; A and B hold that many
-    matrices, step 1, or one, step 0: broadcast)."""
+    batch: (products, A's div and mod, B's div and mod), all 1 but for the BATCHED form, whose maps
+    are 3-D over the operand records' batches (batch_of: C's count is the launch's; product z
+    reads A's matrix z // div % mod, B's likewise)."""
     size = v.dt_in.itemsize
     batched = bool(v.param_dict.get("BATCHED"))
     if v.a_layout == "col":
@@ -119,17 +124,17 @@ def maps_persistent(v, A, B, C, M, N, K):
     bn = v.param_dict["BN"]
     # a fitted width (BN not a multiple of 64, 'col' B): each block of a cluster copies BN / CLUSTER_M n rows
     mb = map_b(v, B, K, N, bn // v.cluster[0] if bn % 64 else 64, batched)
-    batch = (np.int32(1), np.int32(0), np.int32(0))
+    batch = (np.int32(1),) * 5
     if batched:
-        count = batch_of(C)[0]
-        steps = []
+        count, _, c_div = batch_of(C)
+        windows = []
         for what, op in (("A", A), ("B", B)):
-            n = batch_of(op)[0]
-            if n not in (1, count):
-                raise ValueError(f"{v.name}: {what} holds {n} matrices and C {count}; a batched operand holds C's "
-                                 "count, or one (broadcast)")
-            steps.append(np.int32(n > 1))
-        batch = (np.int32(count), *steps)
+            n, _, div = batch_of(op)
+            if c_div != 1 or count % (n * div):
+                raise ValueError(f"{v.name}: {what} holds {n} matrices, each for {div} products in a row, and C "
+                                 f"{count} (one per product); the first must divide the second")
+            windows += [np.int32(div), np.int32(n)]
+        batch = (np.int32(count), *windows)
     if v.param_dict.get("ANY_C"):
         osize = v.dt_out.itemsize
         return ma, mb, np.int32(row_stride(C, N, osize) // osize if M > 1 else N), *batch

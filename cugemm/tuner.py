@@ -142,6 +142,87 @@ def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = 
                 log(row)
         if rec["us"]:
             entries[tuning.bucket_key(tuning.problem_group(p), M, N, K)] = rec
+    _write(entries, device, path, ship)
+    return rows
+
+
+def tune_batched(cases, dtype="float16", *, layouts=("row", "row"), variants=None, path=None, ship: bool = False,
+                 iters: int = 20, log=None) -> list[dict]:
+    """tune() for batches in one launch: time every batched form that can compute each batch
+    (count, M, N, K) of `cases` (operands (count, M, K) and (count, K, N), each row-major or a
+    transposed view), alternating with cupy.matmul on the same operands, and record the times under
+    the batch's problem (cugemm.batched.problem: its stacked rows, tuning group '...|batched'), which
+    matmul's batched plans read. Each result is checked against the float64 reference first."""
+    import cupy
+
+    from . import accuracy, batched, serve, testing
+    from .bench.timing import Timer
+
+    dt = dtypes.get(dtype)
+    if dt.name not in ("float16", "bfloat16"):
+        raise ValueError(f"tune --batched: the batched forms take float16 and bfloat16, not {dt.name}")
+    dev_id = _device.current()
+    device = _device.get(dev_id)
+    timer = Timer(warmup=2, iters=iters, budget_s=0.25)
+    stream = cupy.cuda.get_current_stream()
+    rows, entries = [], {}
+    for count, M, N, K in cases:
+        a = testing.cast(cupy.random.standard_normal((count, M, K), dtype=cupy.float32), dt.name)
+        b = testing.cast(cupy.random.standard_normal((count, K, N), dtype=cupy.float32), dt.name)
+        if layouts[0] == "col":
+            a = cupy.ascontiguousarray(a.swapaxes(1, 2)).swapaxes(1, 2)
+        if layouts[1] == "col":
+            b = cupy.ascontiguousarray(b.swapaxes(1, 2)).swapaxes(1, 2)
+        ref = cupy.matmul(testing.to_float64(a), testing.to_float64(b))
+        p = batched.problem(count, M, N, K, dt, *layouts, device)
+        rec = {"shape": [p.M, N, K], "batch": [count, M], "us": {}}
+        timed_rows, runs = {}, {}
+        for plan in select.select(p, None, variants).ranked:
+            name = plan.variant.name
+            row = {"batch": count, "M": M, "N": N, "K": K, "dtype": dt.name, "variant": name, "plan": "batched"}
+            out = testing.poisoned((count, M, N), dt.name)
+            r = serve.batched_ready(a, b, out, name)
+            ptrs = (a.data.ptr, b.data.ptr, out.data.ptr)
+            r.gemm.launch(ptrs, stream.ptr)
+            err = accuracy.rel_error(out, ref)
+            if not accuracy.within(err, dt.name, "float32"):
+                row.update(status="FAIL", rel_err=err)
+                rows.append(row)
+                continue
+            base_out = cupy.empty((count, M, N), dtype=a.dtype)
+
+            def pair(r=r, ptrs=ptrs, base_out=base_out):
+                t, tb = timer.measure_pair(lambda: r.gemm.launch(ptrs, stream.ptr),
+                                           lambda: cupy.matmul(a, b, out=base_out))
+                return 1e3 * t["median"], 1e3 * tb["median"]
+
+            runs[name] = pair
+            timed_rows[name] = (row, pair(), err)
+        kept = settled({n: x[1] for n, x in timed_rows.items()}, lambda n: runs[n]())
+        for name, (row, first, err) in timed_rows.items():
+            if name not in kept:
+                row.update(status="error", detail=f"timed while the GPU was slowed (cupy.matmul {first[1]:.1f} us)")
+                rows.append(row)
+                continue
+            us, base_us = kept[name]
+            rec["us"][name] = us
+            rec["baseline_us"] = min(base_us, rec.get("baseline_us", base_us))
+            row.update(status="ok", us=us, baseline_us=base_us, pct=100.0 * base_us / us, rel_err=err)
+            rows.append(row)
+            if log is not None:
+                log(row)
+        if rec["us"]:
+            entries[tuning.bucket_key(tuning.problem_group(p), p.M, N, K)] = rec
+    _write(entries, device, path, ship)
+    return rows
+
+
+def _write(entries: dict, device, path, ship: bool) -> None:
+    """Merge tuned buckets into the shipped table (ship) or the tuning cache, and reload matmul's."""
+    import cupy
+
+    from . import serve
+
     if entries:
         if ship:
             target = path or tuning.shipped_path(device.name)
@@ -152,7 +233,6 @@ def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = 
             key = tuning.gpu_key(device.name, cupy.cuda.runtime.driverGetVersion(), __version__)
             tuning.merge(path or tuning.cache_path(), key, entries)
     serve.reload_tuning()
-    return rows
 
 
 def autotune(p: select.Problem, dev_id: int) -> bool:

@@ -94,7 +94,10 @@ def dense_class(dtype, a_layout: str, b_layout: str, M: int, N: int, K: int) -> 
 
 
 def problem_group(p) -> str:
-    return group_key(p.dtype.name, p.allow_tf32, p.a.layout, p.b.layout, alignment_class(p))
+    """The tuning group of a select.Problem: its group_key, and '|batched' for a batch in one launch
+    (measured as the batched forms ran it, filed under its stacked rows' M x N x K)."""
+    group = group_key(p.dtype.name, p.allow_tf32, p.a.layout, p.b.layout, alignment_class(p))
+    return group + "|batched" if getattr(p, "batched", False) else group
 
 
 def _split(bucket: str):

@@ -327,7 +327,7 @@ def test_maps_of_each_form(fake_encode, suffix):
     assert check_operands(v, A, B, C) == (M, N, K)
     args = v.extra_args(A, B, C, M, N, K)
     sa, sb, sc = (x[1] for x in args[:3])
-    assert args[3:] == (1, 0, 0)  # one product (the batched form's count and steps)
+    assert args[3:] == (1, 1, 1, 1, 1)  # one product (the batched form's count, divs and mods)
     assert (sa.rows, sa.cols, sa.row_stride, sa.box) == ((K, M, 8192, (64, 64)) if a_col else
                                                          (M, K, 2048, (64, 128)))
     assert (sb.rows, sb.cols, sb.row_stride, sb.box) == ((N, K, 2048, (64, 64)) if b_col else

@@ -155,6 +155,33 @@ SWEEPS = {
 }
 
 
+# Batches (count, M, N, K) for `tune --batched` (the batched forms' tuning set): attention-shaped, K 64-256;
+# none of them is in scripts/batched_bench.py's judge set
+BATCHED_SWEEPS = {
+    "batched": lambda: [(16, 512, 512, 128), (128, 512, 512, 64), (64, 1024, 1024, 64), (12, 2048, 2048, 256),
+                        (4, 4096, 4096, 256), (512, 64, 64, 64), (64, 256, 256, 64), (32, 768, 768, 96),
+                        (16, 1536, 1536, 64), (256, 256, 64, 256), (32, 2048, 128, 256), (96, 512, 96, 256),
+                        (40, 1500, 1500, 128), (8, 2560, 2560, 64), (160, 384, 384, 64), (24, 4096, 128, 128),
+                        (128, 200, 200, 80), (32, 1024, 1024, 256), (8, 2048, 2048, 64), (256, 512, 64, 128),
+                        (64, 128, 1024, 128), (4, 8192, 8192, 128)],
+}
+
+
+def batched_shapes(text: str) -> list[tuple]:
+    """Named batched sets (BATCHED_SWEEPS) or 'BxMxNxK' batches, comma-separated."""
+    out = []
+    for part in (x.strip() for x in text.split(",") if x.strip()):
+        if part in BATCHED_SWEEPS:
+            out += BATCHED_SWEEPS[part]()
+            continue
+        dims = part.lower().split("x")
+        if len(dims) != 4 or not all(d.isdigit() and int(d) > 0 for d in dims):
+            raise ValueError(f"batch {part!r} is neither a batched set ({', '.join(BATCHED_SWEEPS)}) nor BxMxNxK "
+                             "(e.g. 64x512x512x64)")
+        out.append(tuple(int(d) for d in dims))
+    return out
+
+
 def sweep_shapes(name: str, max_size: int | None = None) -> list[tuple]:
     """The shapes of a named sweep, dropping those with a dimension over max_size."""
     if name not in SWEEPS:

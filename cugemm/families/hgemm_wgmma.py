@@ -260,14 +260,14 @@ def batched_name(name: str) -> str:
 
 def _batched_forms(twins) -> tuple:
     """Rung 7's batched form (BATCHED: a batch of products in one launch, 3-D tensor maps, the walk
-    over batches x tiles) of each variant in `twins`, with its parameters otherwise. Not matmul
-    candidates of their own: cugemm.batched ranks a batched product's plans by their twins' figures
-    (the 2-D product of the batch's stacked rows) and runs the winner's batched form."""
+    over batches x tiles) of each variant in `twins`, with its parameters otherwise, rated as its twin:
+    candidates of cugemm.matmul for batched problems only (cugemm.select.Problem.batched), which are
+    ranked as the 2-D product of the batch's stacked rows, in a tuning group of their own."""
     out = []
     for t in twins:
         params = tuple((k, True if k == "BATCHED" else x) for k, x in t.params)
         out.append(dataclasses.replace(
-            t, name=batched_name(t.name), params=params, matmul=None, aliases=(), smem_dynamic=None,
+            t, name=batched_name(t.name), params=params, aliases=(), smem_dynamic=None,
             doc=f"the batched form of {t.name}: products z = 0 .. batches - 1 in one launch (3-D maps of A, B and C, "
                 "a batch step of 0 broadcasting an operand)"))
     return tuple(out)

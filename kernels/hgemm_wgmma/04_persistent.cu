@@ -34,9 +34,11 @@
 //     is BN whole 128-byte rows: one box {64 k, BN / CLUSTER_M n} per block, multicast to the cluster
 //     (pieces wholly past N not copied). The epilogue TMA-stores the BN / 64 whole 64-column panels
 //     and writes the last BN % 64 columns from registers (store_slab_from; C's row stride is N).
-//   BATCHED (TMA_STORE, not fitted): a batch of products in one launch, C[z] = A[z * a_step] *
-//     B[z * b_step] for z < batches (a step of 0 broadcasts that operand). The maps of A, B and C are
-//     3-D (the batch their outermost dimension) and every copy names batch z; the persistent walk
+//   BATCHED (TMA_STORE, not fitted): a batch of products in one launch, C[z] = A[(z / a_div) % a_mod]
+//     * B[(z / b_div) % b_mod] for z < batches: an operand's matrices are one window of the batch
+//     dimensions (a_mod 1: one matrix for every product; a_div > 1: A varies along outer dimensions
+//     of the batch only, as (8, 1) against (1, 16) batches). The maps of A, B and C are 3-D (the
+//     batch their outermost dimension) and every copy names its matrix; the persistent walk
 //     goes over batches * (cluster tiles per product), batch-major, so the tiles in flight at one
 //     time share one product's operands in L2. What it adds is only that coordinate: tile shapes,
 //     clusters, the epilogue and the forms A_COL / B_COL / NARROW_EDGE are the 2-D kernel's.
@@ -52,8 +54,8 @@
 //   shared memory hgemm_wgmma_persistent_smem_bytes<...> (PersistentSmem); extra arguments: maps of A
 //   (box {64, BM}; A_COL: {64, 64} of the K x M memory), B (box {64, 64}; B_COL: of the N x K memory;
 //   fitted: {64, BN / CLUSTER_M}) and C (box {64, 64}), 128-byte swizzled; ANY_C: C's row stride (int,
-//   elements) instead of C's map; then batches, a_step, b_step (1, 0, 0 when not BATCHED; BATCHED:
-//   3-D maps, boxes one matrix deep, and a grid of min(batches * tiles, SMs) blocks).
+//   elements) instead of C's map; then batches, a_div, a_mod, b_div, b_mod (all 1 when not BATCHED;
+//   BATCHED: 3-D maps, boxes one matrix deep, and a grid of min(batches * tiles, SMs) blocks).
 // Preconditions: leading dimensions of A, B and C multiples of 16 bytes (dense: K % 8 == 0, N % 8 ==
 //   0), a, b, c 16-byte aligned (ANY_C: c and its row stride 2-byte aligned, any N; TMA-store forms:
 //   N % 8 == 0, a TMA store writes a row's last 16-byte piece whole); M * N, M * K, K * N < 2^31.
@@ -92,7 +94,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                            int K, const __grid_constant__ TensorMap tmap_a,
                            const __grid_constant__ TensorMap tmap_b,
                            const __grid_constant__ typename PersistentCParam<ANY_C>::type c_param, int batches,
-                           int a_step, int b_step) {
+                           int a_div, int a_mod, int b_div, int b_mod) {
   using namespace hgemm_wgmma;
   using Smem = PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C>;
   constexpr int CONSUMERS = BM / 64;  // consumer warpgroups, one 64-row slab each
@@ -179,7 +181,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       for (int k = 0, t; (t = walk.nth(k, edge_last)) < total; ++k) {
         int z;
         const TileCoord tc = locate(t, z);
-        const int za = z * a_step, zb = z * b_step;  // batch coordinates of A and B (0: broadcast)
+        const int za = z / a_div % a_mod, zb = z / b_div % b_mod;  // the matrices of A and B product z reads
         const int m0 = (tc.row * CLUSTER_M + rank) * BM;
         const int m_load = m0 < M ? m0 : tc.row * CLUSTER_M * BM;  // a block past M computes a copy
         const int n0 = tc.col * BN;
