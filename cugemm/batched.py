@@ -100,12 +100,11 @@ def problem(count: int, M: int, N: int, K: int, dtype, a_layout: str, b_layout: 
 
 def choose(count: int, M: int, N: int, K: int, dtype, a_layout: str, b_layout: str, dev, measured,
            variant=None) -> select.Choice:
-    """select's choice among the batched forms for these layouts (problem()); Choice.plan.note says
-    what was ranked. `variant`: the batched form to run instead (ValueError if it is not one of them)."""
+    """select's choice among the batched forms reading these layouts (problem(); none other: a batched
+    form copies nothing itself); Choice.plan.note says what was ranked. `variant`: the batched form to run instead (ValueError if it is not one of them)."""
     p = problem(count, M, N, K, dtype, a_layout, b_layout, dev)
-    names = None
+    names = forms(dtype, a_layout, b_layout)  # (select would also plan copies into other layouts)
     if variant is not None:
-        names = forms(dtype, a_layout, b_layout)
         if get_variant(variant).name not in names:
             raise ValueError(f"cugemm.matmul: {get_variant(variant).name} is not a batched form for {dtype.name} "
                              f"with A {a_layout}-major and B {b_layout}-major; batched forms: {', '.join(names)}")

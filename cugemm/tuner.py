@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from . import device as _device
 from . import dtypes, operand, select, tuning
+from .registry import variants as _variants
 from .version import __version__
 
 TUNE_PLANS, TUNE_SPREAD = 6, 5.0  # plans timed per shape, and how far behind the best they may be
@@ -165,6 +166,7 @@ def tune_batched(cases, dtype="float16", *, layouts=("row", "row"), variants=Non
     device = _device.get(dev_id)
     timer = Timer(warmup=2, iters=iters, budget_s=0.25)
     stream = cupy.cuda.get_current_stream()
+    allowed = None if variants is None else {v.name for v in _variants(variants)}
     rows, entries = [], {}
     for count, M, N, K in cases:
         a = testing.cast(cupy.random.standard_normal((count, M, K), dtype=cupy.float32), dt.name)
@@ -177,7 +179,9 @@ def tune_batched(cases, dtype="float16", *, layouts=("row", "row"), variants=Non
         p = batched.problem(count, M, N, K, dt, *layouts, device)
         rec = {"shape": [p.M, N, K], "batch": [count, M], "us": {}}
         timed_rows, runs = {}, {}
-        for plan in select.select(p, None, variants).ranked:
+        for plan in batched.choose(count, M, N, K, dt, *layouts, device, None).ranked:
+            if variants is not None and plan.variant.name not in allowed:
+                continue
             name = plan.variant.name
             row = {"batch": count, "M": M, "N": N, "K": K, "dtype": dt.name, "variant": name, "plan": "batched"}
             out = testing.poisoned((count, M, N), dt.name)
