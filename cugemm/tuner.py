@@ -186,6 +186,9 @@ def tune_batched(cases, dtype="float16", *, layouts=("row", "row"), variants=Non
             row = {"batch": count, "M": M, "N": N, "K": K, "dtype": dt.name, "variant": name, "plan": "batched"}
             out = testing.poisoned((count, M, N), dt.name)
             r = serve.batched_ready(a, b, out, name)
+            if not r.direct:
+                raise ValueError(f"tune --batched: {count}x{M}x{N}x{K} needs copies (the batched forms read rows of "
+                                 "a multiple of 16 bytes in place): give M, N and K multiples of 8")
             ptrs = (a.data.ptr, b.data.ptr, out.data.ptr)
             r.gemm.launch(ptrs, stream.ptr)
             err = accuracy.rel_error(out, ref)
@@ -193,11 +196,13 @@ def tune_batched(cases, dtype="float16", *, layouts=("row", "row"), variants=Non
                 row.update(status="FAIL", rel_err=err)
                 rows.append(row)
                 continue
-            base_out = cupy.empty((count, M, N), dtype=a.dtype)
+            # cupy.matmul multiplies no bfloat16 batch: the baseline multiplies the same bits as float16
+            base_a, base_b = a.view(cupy.float16), b.view(cupy.float16)
+            base_out = cupy.empty((count, M, N), dtype=cupy.float16)
 
             def pair(r=r, ptrs=ptrs, base_out=base_out):
                 t, tb = timer.measure_pair(lambda: r.gemm.launch(ptrs, stream.ptr),
-                                           lambda: cupy.matmul(a, b, out=base_out))
+                                           lambda: cupy.matmul(base_a, base_b, out=base_out))
                 return 1e3 * t["median"], 1e3 * tb["median"]
 
             runs[name] = pair

@@ -35,6 +35,9 @@ def main():
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--rounds", type=int, default=5, help="alternating blocks per back-to-back timing")
     ap.add_argument("--json", default="", help="write the rows here")
+    ap.add_argument("--probe", action="store_true",
+                    help="also time every batched form on each bmm shape (variant=) and the 2-D product of the "
+                         "stacked rows (torch.matmul and cugemm.matmul), do_bench only: diagnosis, not the verdict")
     args = ap.parse_args()
 
     import torch
@@ -78,6 +81,20 @@ def main():
                        torch_a_us=ta, cugemm_a_us=ca, ratio_a=100 * ta / ca, torch_b_us=tb, cugemm_b_us=cb,
                        ratio_b=100 * tb / cb, tflops_b=flops / cb / 1e6, err=err, correct=ok,
                        plan=cugemm.explain(a, b).plan.variant.name)
+            if args.probe and kind == "bmm" and do_bench:
+                from cugemm import batched
+
+                forms = batched.forms(cugemm.get_variant(row["plan"]).dt_in, "row", "col" if tr else "row")
+                row["forms_us"] = {f: do_bench(lambda f=f: cugemm.matmul(a, b, variant=f), warmup=25, rep=100,
+                                               return_mode="median") * 1e3 for f in forms}
+                a2, b2 = a.reshape(-1, K), b[0]
+                row["stacked_torch_us"] = do_bench(lambda: torch.matmul(a2, b2), warmup=25, rep=100,
+                                                   return_mode="median") * 1e3
+                row["stacked_cugemm_us"] = do_bench(lambda: cugemm.matmul(a2, b2), warmup=25, rep=100,
+                                                    return_mode="median") * 1e3
+                print("    probe: " + ", ".join(f"{f.split('k16_persistent')[1][:-8]} {t:.1f}"
+                                                for f, t in row["forms_us"].items())
+                      + f"; stacked 2-D: torch {row['stacked_torch_us']:.1f}, cugemm {row['stacked_cugemm_us']:.1f}")
             report["rows"].append(row)
             groups.setdefault(kind, []).append(row)
             shape = f"{'x'.join(map(str, ba))}|{'x'.join(map(str, bb))} x ({M}x{N}x{K})"
