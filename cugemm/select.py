@@ -55,7 +55,13 @@ SPLITK_US = 6.0          # the split-K rung's fixed cost (partials, reduction)
 STREAM_GBPS = 2400.0     # the 'stream' kind's operand bandwidth (the skinny rungs' measured rate)
 TILE_GBPS = 1000.0       # the most operand bytes per second a tiled tensor-core kernel was seen to read
                          # when its tiles are mostly padding (an H200: rung 7's 128x64 B_COL
-                         # form at 8x8192x28672 read 470 MB in 490 us): the floor of its time
+                         # form at 8x8192x28672 read 470 MB in 490 us): the floor of its time; with
+                         # its tile rows filled it streams at STREAM_GBPS (the batched forms moved
+                         # 2.0-2.3 TB/s on small-K batches, H100), in between in proportion
+OVERLAP = 0.25           # the part of the shorter of a kernel's memory and tensor time that does not hide
+                         # under the longer (so that among kernels at the memory floor the faster
+                         # tensor work ranks first: 32768x512x64 ran in 37 us on rung 10's 64x32
+                         # tiles, 19 us in 128x256 tiles, H100)
 
 
 def fallback_row(v: Variant, dtype: dtypes.DType, allow_tf32: bool):
@@ -239,8 +245,13 @@ def copy_us(plan: Plan, p: Problem) -> float:
     return moved / (COPY_GBPS * 1e3) + LAUNCH_US * plan.copies
 
 
-def model_kernel_us(v: Variant, p: Problem, dims) -> float:
-    """The fallback model's kernel time: nominal rate x the share of the SMs the tiles keep busy."""
+def model_kernel_us(v: Variant, p: Problem, dims, ranking: bool = False) -> float:
+    """The fallback model's kernel time: nominal rate x the share of the SMs the tiles keep busy,
+    never under the time to move the operands once. ranking=True, the estimate of a plan nobody
+    measured near this problem (estimate()): a tiled kernel whose tile rows are full streams at
+    STREAM_GBPS, and the shorter of memory and tensor time adds OVERLAP of itself. False, as
+    cugemm.tuning scales a measured time to a neighbouring shape (validated left-one-bucket-out
+    against the shipped table, scripts/selection_loo.py): the TILE_GBPS floor, the longer time alone."""
     row = fallback_row(v, p.dtype, p.allow_tf32)
     nominal, kind = (row[1], row[2]) if row else (1.0, "tiles")
     M, N, K = dims
@@ -249,9 +260,11 @@ def model_kernel_us(v: Variant, p: Problem, dims) -> float:
         return max(MIN_KERNEL_US, (K * N + M * K + M * N) * size / (nominal * 1e3))
     # 'stream' (rung 10's 64-row tiles): the tiles' flops at the nominal rate, but never faster than
     # reading the operands once at the skinny rungs' bandwidth
-    floor_us = (K * N + M * K + M * N) * size / ((STREAM_GBPS if kind == "stream" else TILE_GBPS) * 1e3)
-    sms = max(1, p.device.sms)
     bm, bn = v.tile[0], v.tile[1]
+    gbps = STREAM_GBPS if kind == "stream" else \
+        TILE_GBPS + (STREAM_GBPS - TILE_GBPS) * min(1.0, M / bm) if ranking else TILE_GBPS
+    floor_us = (K * N + M * K + M * N) * size / (gbps * 1e3)
+    sms = max(1, p.device.sms)
     tm, tn = -(-M // bm), -(-N // bn)
     c = v.cluster[0]
     if c > 1:  # whole clusters: a cluster's tiles past the edge still hold their SMs (wasted work)
@@ -267,7 +280,8 @@ def model_kernel_us(v: Variant, p: Problem, dims) -> float:
         waves = tiles / sms
         busy = waves / math.ceil(waves) if tiles else 1.0
     useful = (M * N) / (tiles * bm * bn) if tiles else 1.0  # tiles cut by the edges waste work
-    return max(MIN_KERNEL_US, floor_us, 2.0 * M * N * K / (nominal * 1e6 * busy * useful) + extra)
+    tensor_us = 2.0 * M * N * K / (nominal * 1e6 * busy * useful) + extra
+    return max(MIN_KERNEL_US, max(floor_us, tensor_us) + (OVERLAP * min(floor_us, tensor_us) if ranking else 0.0))
 
 
 def estimate(plans_: list[Plan], p: Problem, measured) -> None:
@@ -278,7 +292,7 @@ def estimate(plans_: list[Plan], p: Problem, measured) -> None:
         if hit is not None:
             plan.est_us, plan.source = hit
         else:
-            plan.est_us = model_kernel_us(plan.variant, p, plan.dims) + copy_us(plan, p)
+            plan.est_us = model_kernel_us(plan.variant, p, plan.dims, ranking=True) + copy_us(plan, p)
             plan.source = "model"
 
 

@@ -191,6 +191,7 @@ def reload_tuning() -> None:
     with _lock:
         _MEASURED.clear()
         _READY.clear()
+        _SHAPES.clear()
     relayout.clear()
 
 
@@ -338,6 +339,7 @@ def ready_for(A, B, C, allow_tf32: bool, variant, dev: int, lib, verbose=False) 
     with _lock:
         if len(_READY) >= MAX_PLANS:
             _READY.clear()
+            _SHAPES.clear()
         _READY[key] = r
     return r
 
@@ -457,15 +459,18 @@ def torch_matmul(a, b, out=None, *, allow_tf32: bool = False, variant=None, verb
     if _TENSOR is None:
         _see_torch(sys.modules["torch"])
     allow_tf32 = bool(allow_tf32)
-    serving = out is None and variant is None and (b.dim() == 2 and a.dim() in (2, 3) or a.dim() == b.dim() == 3)
+    serving = out is None and variant is None and a.dim() >= 2 and b.dim() >= 2
     if serving:
         c = _torch_fast(a, b, allow_tf32)
         if c is not None:
             return c
     c, r = _general_ready(a, b, out, allow_tf32, variant, verbose, _TorchLib)
     if serving and r is not None and r.fast and c.data_ptr() & 15 == 0 and c.is_contiguous():
+        key = _torch_key(a, b, allow_tf32)
         with _lock:  # filed under the serving path's key: a fresh dense result, 16-byte aligned
-            _READY[_torch_key(a, b, allow_tf32)] = r
+            if len(c.shape) > 3 or b.dim() > 2:
+                _SHAPES[key] = tuple(c.shape)
+            _READY[key] = r
     return c
 
 
@@ -476,26 +481,30 @@ def _torch_key(a, b, allow_tf32) -> tuple:
 
 
 def _torch_fast(a, b, allow_tf32: bool):
-    """The serving path of a torch product planned before (A 2-D, or 3-D with rows that stack; B
-    2-D): one look-up, one allocation, the launches; None when the plan cache does not hold it."""
+    """The serving path of a torch product planned before (2-D, or batched: rows that stack against a
+    2-D B, or a batch in one launch): one look-up, one allocation, the launches; None when the plan
+    cache does not hold it."""
     pa, pb, sa, sb = a.data_ptr(), b.data_ptr(), a.shape, b.shape
     dev = a.get_device()
-    r = _READY.get((dev, a.dtype, b.dtype, allow_tf32, sa, sb, a.stride(), b.stride(), pa & 15, pb & 15))
+    key = (dev, a.dtype, b.dtype, allow_tf32, sa, sb, a.stride(), b.stride(), pa & 15, pb & 15)
+    r = _READY.get(key)
     if r is None:
         return None
     # sizes as arguments, not a tuple: torch's fastest spelling of empty (H200 host: 2.0 us against 3.1)
     device = _DEVICES.get(dev) or _torch_device(dev)
     if len(sa) == 2:
         c = _torch_empty(sa[0], sb[1], dtype=a.dtype, device=device)
-    elif len(sb) == 2:
+    elif len(sa) == 3 and len(sb) == 2:
         c = _torch_empty(sa[0], sa[1], sb[1], dtype=a.dtype, device=device)
-    else:  # both 3-D: a batched plan (cugemm.batched), batch dimensions broadcast
-        c = _torch_empty(sa[0] if sa[0] != 1 else sb[0], sa[1], sb[2], dtype=a.dtype, device=device)
+    else:  # more batch dimensions, or a batched B: the result's shape filed with the plan
+        c = _torch_empty(_SHAPES[key], dtype=a.dtype, device=device)
     r.serve(_TorchLib, _torch_stream(dev), pa, pb, c.data_ptr(), a, b, c)
     return c
 
 
 _DEVICES: dict = {}   # device index -> torch.device
+_SHAPES: dict = {}    # torch serving key -> the result's shape, for the products whose shape is not A's rows
+                      # by B's columns (more than one batch dimension, a batched B)
 
 
 def _torch_device(dev: int):
@@ -628,6 +637,7 @@ def _batched_ready(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, variant, 
     with _lock:
         if len(_READY) >= MAX_PLANS:
             _READY.clear()
+            _SHAPES.clear()
         _READY[key] = r
     return r
 
@@ -733,7 +743,7 @@ def dispatch(a, b, out, variant, allow_tf32, verbose, op):
     tracing (the registered operator, cugemm.torch_op.matmul; passed in by the caller, so that this
     module does not import the torch layer above it)."""
     t = _TENSOR
-    if type(a) is t and type(b) is t and out is None and variant is None and b.dim() <= 3 and not wants_op(a, b):
+    if type(a) is t and type(b) is t and out is None and variant is None and not wants_op(a, b):
         c = _torch_fast(a, b, allow_tf32 is True)  # the serving path of a torch product planned before
         if c is not None:
             return c

@@ -306,8 +306,8 @@ class Measured:
         group = problem_group(p)
         for t in self.tables:
             near = t.near(group, p.M, p.N, p.K, NEIGHBOURS)
-            if not near and group.endswith("|ragged"):  # no ragged bucket near: the aligned ones
-                aligned = group_key(p.dtype.name, p.allow_tf32, p.a.layout, p.b.layout, "aligned")
+            if not near and "|ragged" in group:  # no ragged bucket near: the aligned ones
+                aligned = group.replace("|ragged", "|aligned")
                 near = t.near(aligned, p.M, p.N, p.K, NEIGHBOURS)
             if not near:
                 continue

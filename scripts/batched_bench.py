@@ -37,7 +37,8 @@ def main():
     ap.add_argument("--json", default="", help="write the rows here")
     ap.add_argument("--probe", action="store_true",
                     help="also time every batched form on each bmm shape (variant=) and the 2-D product of the "
-                         "stacked rows (torch.matmul and cugemm.matmul), do_bench only: diagnosis, not the verdict")
+                         "stacked rows (torch.matmul, and cugemm.matmul in 128 x 128 tiles), do_bench only: "
+                         "diagnosis, not the verdict")
     args = ap.parse_args()
 
     import torch
@@ -90,11 +91,13 @@ def main():
                 a2, b2 = a.reshape(-1, K), b[0]
                 row["stacked_torch_us"] = do_bench(lambda: torch.matmul(a2, b2), warmup=25, rep=100,
                                                    return_mode="median") * 1e3
-                row["stacked_cugemm_us"] = do_bench(lambda: cugemm.matmul(a2, b2), warmup=25, rep=100,
+                twin = "hgemm_wgmma_m64n128k16_persistent_tma_store_stage6" + ("_bcol" if tr else "") + \
+                    ("_bf16" if key == "bf16" else "")
+                row["stacked_cugemm_us"] = do_bench(lambda: cugemm.matmul(a2, b2, variant=twin), warmup=25, rep=100,
                                                     return_mode="median") * 1e3
                 print("    probe: " + ", ".join(f"{f.split('k16_persistent')[1][:-8]} {t:.1f}"
                                                 for f, t in row["forms_us"].items())
-                      + f"; stacked 2-D: torch {row['stacked_torch_us']:.1f}, cugemm {row['stacked_cugemm_us']:.1f}")
+                      + f"; stacked 2-D: torch {row['stacked_torch_us']:.1f}, cugemm 128x128 {row['stacked_cugemm_us']:.1f}")
             report["rows"].append(row)
             groups.setdefault(kind, []).append(row)
             shape = f"{'x'.join(map(str, ba))}|{'x'.join(map(str, bb))} x ({M}x{N}x{K})"

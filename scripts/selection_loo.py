@@ -24,13 +24,13 @@ def problem(group: str, shape, device):
     from cugemm import dtypes, select
     from cugemm.operand import Layout
 
-    dt, layouts, _ = group.split("|")
+    dt, layouts, _, *batched = group.split("|")  # ('...|batched': a batch in one launch, as its stacked rows)
     tf32 = dt.endswith("+tf32")
     la, lb = layouts.split(",")
     M, N, K = shape
     lay = lambda layout, rows, cols: Layout(layout, cols if layout == "row" else rows, 16)  # noqa: E731
     return select.Problem(M, N, K, dtypes.get(dt.replace("+tf32", "")), lay(la, M, K), lay(lb, K, N),
-                          lay("row", M, N), device, tf32)
+                          lay("row", M, N), device, tf32, batched=batched == ["batched"])
 
 
 def regrets(entries: dict, device) -> dict:

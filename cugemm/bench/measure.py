@@ -139,6 +139,10 @@ SWEEPS = {
                             for k in (16, 32, 64, 128, 256, 384, 512, 768)],
     # tall and narrow products (row-major tuning set): many rows against a few columns
     "tall": lambda cap: [(m, n, k) for m in (12288, 40000) for n in (8, 24, 64, 192) for k in (384, 1536, 5000)],
+    # tall products with small K (x @ W.T and row-major tuning set): a batch of activations folded into its
+    # stacked rows against one weight, where the C store sets the time
+    "tall-k": lambda cap: [(m, n, k) for m in (16384, 49152, 131072) for n in (128, 512, 1536, 4096)
+                           for k in (64, 128, 256)],
     # WIDE_NK x WIDE_M (x @ W.T and row-major tuning set)
     "llm-wide": lambda cap: [(m, n, k) for n, k in WIDE_NK for m in WIDE_M],
     # ragged rows: RAGGED_SQUARES and RAGGED_RECTS (row-major tuning set)

@@ -260,27 +260,32 @@ def batched_name(name: str) -> str:
 
 def _batched_forms(twins) -> tuple:
     """Rung 7's batched form (BATCHED: a batch of products in one launch, 3-D tensor maps, the walk
-    over batches x tiles) of each variant in `twins`, with its parameters otherwise, rated as its twin:
+    over batches x tiles) of each variant in `twins`, with its parameters otherwise, rated as its twin
+    (its preference order BATCHED_ORDER + its place in `twins`):
     candidates of cugemm.matmul for batched problems only (cugemm.select.Problem.batched), which are
     ranked as the 2-D product of the batch's stacked rows, in a tuning group of their own."""
     out = []
-    for t in twins:
+    for i, t in enumerate(twins):
         params = tuple((k, True if k == "BATCHED" else x) for k, x in t.params)
         out.append(dataclasses.replace(
             t, name=batched_name(t.name), params=params, aliases=(), smem_dynamic=None,
+            matmul=t.matmul._replace(order=BATCHED_ORDER + i),
             doc=f"the batched form of {t.name}: products z = 0 .. batches - 1 in one launch (3-D maps of A, B and C, "
                 "a batch step of 0 broadcasting an operand)"))
     return tuple(out)
 
 
-# The twins of the batched forms: rung 7 with 128 x 256 tiles (clusters of 2; every operand form) and
-# 128 x 128 / 64 tiles (row-major and column-major B), fp16 and bf16.
+# The twins of the batched forms: rung 7 with 128 x 128 / 64 tiles (row-major and column-major B), with
+# 128 x 128 tiles in clusters of 2, and with 128 x 256 tiles in clusters of 2 (every operand form), fp16
+# and bf16; in the model's order of preference among equal estimates (the order `tune --batched` measured
+# them fastest on small-K batches, where the C store sets the time and every estimate is the same)
 BATCHED_TWINS = tuple(
     f"hgemm_wgmma_m64n{bn}k16_persistent{c}_tma_store_stage{st}{form}{bf}"
-    for bn, c, st, forms in ((256, "_cluster2", 4, ("", "_acol", "_bcol", "_acol_bcol")),
-                             (128, "_cluster2", 6, ("", "_bcol")), (128, "", 6, ("", "_bcol")),
-                             (64, "", 8, ("", "_bcol")))
+    for bn, c, st, forms in ((128, "", 6, ("", "_bcol")), (64, "", 8, ("", "_bcol")),
+                             (128, "_cluster2", 6, ("", "_bcol")),
+                             (256, "_cluster2", 4, ("", "_acol", "_bcol", "_acol_bcol")))
     for form in forms for bf in ("", "_bf16"))
+BATCHED_ORDER = 100  # the batched forms' preference orders: 100, 101, ... in BATCHED_TWINS' order
 
 _P = "hgemm_wgmma_m64n256k16_persistent"
 _BT = "hgemm_wgmma_m64n256k16_bt_persistent"
