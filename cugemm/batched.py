@@ -21,8 +21,8 @@ outermost dimension, and one persistent grid walking batches x tiles. So:
 - the plan (which tile shape) is the one cugemm.select ranks first among the batched forms for
   the batch as the 2-D product of its stacked rows (batches x M rounded up to the tile height, by
   N, by K; select.Problem.batched): measured by `python -m cugemm tune --batched` into a tuning
-  group of its own ('...|batched', cugemm.tuning), else rated by the fallback model as the forms'
-  2-D twins.
+  group of its own ('...|batched', cugemm.tuning), else rated by the fallback model as rung 7 with
+  their tiles.
 
 fp16 and bf16 on sm_90; anything else (float32, an older GPU, a named 2-D variant) returns None and
 cugemm.matmul runs the batch as one launch per product.
@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 
 from . import dtypes, grids, launch, operand, select
-from .families.hgemm_wgmma import BATCHED_TWINS, batched_name
 from .ints import round_up
 from .operand import Layout, Operand
 from .prepared import A as _A
@@ -40,6 +39,7 @@ from .prepared import B as _B
 from .prepared import C as _C
 from .prepared import Prepared, sentinel
 from .registry import get_variant
+from .registry import variants as _variants
 
 TILE_M = 128     # the batched forms' tile height (select's twin problem stacks M rounded up to it)
 LINE_ALIGN = 16  # bytes: the maps' lines, matrix strides and pointers
@@ -80,13 +80,10 @@ def _layout(op: Operand) -> str:
 
 
 def forms(dtype: dtypes.DType, a_layout: str, b_layout: str) -> list[str]:
-    """The batched forms of `dtype` reading A and B in these layouts."""
-    out = []
-    for name in BATCHED_TWINS:
-        v = get_variant(batched_name(name))
-        if v.dt_in is dtype and v.a_layout == a_layout and v.b_layout == b_layout:
-            out.append(v.name)
-    return out
+    """The batched forms of `dtype` reading A and B in these layouts, in their preference order."""
+    found = [v for v in _variants(dtype=dtype.name) if v.param_dict.get("BATCHED")
+             and v.a_layout == a_layout and v.b_layout == b_layout]
+    return [v.name for v in sorted(found, key=lambda v: v.matmul.order)]
 
 
 def problem(count: int, M: int, N: int, K: int, dtype, a_layout: str, b_layout: str, dev) -> select.Problem:

@@ -21,8 +21,6 @@ docs/hgemm_wgmma.md.
 """
 from __future__ import annotations
 
-import dataclasses
-
 from ..dtypes import get as _dtype
 from ..variant import Candidate, Variant
 
@@ -85,7 +83,7 @@ def _ws(name, *, BN, CONSUMERS, STAGES, dtype="float16", doc, **kw):
 
 
 def _persistent(name, *, BM=BM, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STORE=False, ANY_C=False,
-                A_COL=False, B_COL=False, NARROW_EDGE=False, BATCHED=False, dtype="float16", doc, **kw):
+                A_COL=False, B_COL=False, NARROW_EDGE=False, BATCHED=False, EPI_BOXES=2, dtype="float16", doc, **kw):
     """04_persistent.cu. With strided=True (the top rung and its forms) any M and K, and any N for
     ANY_C: the tensor maps carry the true shape and leading dimensions, TMA zero-fills past them;
     only the leading dimensions must be multiples of 16 bytes (TMA's rule; ANY_C's C: of 2). The
@@ -98,7 +96,8 @@ def _persistent(name, *, BM=BM, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STOR
     return Variant(source="hgemm_wgmma/04_persistent.cu", template="hgemm_wgmma_persistent",
                    params=(("BM", BM), ("BN", BN), ("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_M", CLUSTER_M),
                            ("TMA_STORE", TMA_STORE), ("ANY_C", ANY_C), ("A_COL", A_COL), ("B_COL", B_COL),
-                           ("NARROW_EDGE", NARROW_EDGE), ("BATCHED", BATCHED), ("T", _T(dtype))),
+                           ("NARROW_EDGE", NARROW_EDGE), ("BATCHED", BATCHED), ("EPI_BOXES", EPI_BOXES),
+                           ("T", _T(dtype))),
                    tile=(BM, BN, BK), block=(128 + 2 * BM, 1, 1), a_layout="col" if A_COL else "row",
                    b_layout="col" if B_COL else "row", cluster=(CLUSTER_M, 1, 1),
                    grid_rule="persistent", args_rule="tma_persistent", pdl=True,
@@ -253,39 +252,42 @@ def _tf32(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, doc, **kw):
                    **_common(name, "float32", doc, math_dtype="tfloat32", **kw))
 
 
-def batched_name(name: str) -> str:
-    """The name of the batched form of rung-7 variant `name`: `_batched` before a `_bf16` ending."""
-    return name[:-5] + "_batched_bf16" if name.endswith("_bf16") else name + "_batched"
+def _batched_form(bn: int, cluster: int, stages: int, epi: int, suffix: str, dtype: str, order: int) -> Variant:
+    """Rung 7's batched form (BATCHED: a batch of products in one launch, 3-D tensor maps, the walk over
+    batches x tiles) with 128 x bn tiles, clusters of `cluster` along M, `epi` staging boxes per
+    consumer (`_epi<n>` when over 2: more of C's stores in flight), operand form `suffix`; rated as
+    rung 7 with those tiles, preference `order`: candidates of cugemm.matmul for batched problems only
+    (cugemm.select.Problem.batched), ranked as the 2-D product of the batch's stacked rows in a tuning
+    group of their own."""
+    c = "_cluster2" if cluster == 2 else ""
+    e = f"_epi{epi}" if epi > 2 else ""
+    bf = "_bf16" if dtype == "bfloat16" else ""
+    doc = (f"rung 7's batched form with 128x{bn} tiles{', clusters of 2 along M' if cluster == 2 else ''}, {stages} "
+           f"stages and {epi} staging boxes per consumer{' and ' + _FORM_DOC[suffix] if suffix else ''}: products z = "
+           "0 .. batches - 1 in one launch (3-D maps of A, B and C; an operand's matrices any window of the batch)")
+    return _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent{c}_tma_store_stage{stages}{e}{suffix}_batched{bf}",
+                       BN=bn, STAGES=stages, CLUSTER_M=cluster, TMA_STORE=True, A_COL="acol" in suffix,
+                       B_COL="bcol" in suffix, NARROW_EDGE=bn == 256, BATCHED=True, EPI_BOXES=epi, strided=True,
+                       dtype=dtype, doc=doc, matmul=(TOP if bn == 256 else TILE[bn])._replace(order=order))
 
 
-def _batched_forms(twins) -> tuple:
-    """Rung 7's batched form (BATCHED: a batch of products in one launch, 3-D tensor maps, the walk
-    over batches x tiles) of each variant in `twins`, with its parameters otherwise, rated as its twin
-    (its preference order BATCHED_ORDER + its place in `twins`):
-    candidates of cugemm.matmul for batched problems only (cugemm.select.Problem.batched), which are
-    ranked as the 2-D product of the batch's stacked rows, in a tuning group of their own."""
+# The batched forms (tile width, cluster, stages, staging boxes, operand forms), fp16 and bf16, in the
+# model's order of preference among equal estimates (on small-K batches the C store sets the time and
+# the estimates tie; `tune --batched` measured 128 x 128 tiles without clusters fastest there)
+BATCHED_FORMS = ((128, 1, 6, 2, ("", "_bcol")), (128, 1, 4, 6, ("", "_bcol")), (64, 1, 8, 2, ("", "_bcol")),
+                 (128, 2, 6, 2, ("", "_bcol")), (256, 2, 4, 2, ("", "_acol", "_bcol", "_acol_bcol")),
+                 (256, 1, 2, 8, ("", "_bcol")))
+BATCHED_ORDER = 100  # the batched forms' preference orders: 100, 101, ... in BATCHED_FORMS' order
+
+
+def _batched_forms() -> tuple:
     out = []
-    for i, t in enumerate(twins):
-        params = tuple((k, True if k == "BATCHED" else x) for k, x in t.params)
-        out.append(dataclasses.replace(
-            t, name=batched_name(t.name), params=params, aliases=(), smem_dynamic=None,
-            matmul=t.matmul._replace(order=BATCHED_ORDER + i),
-            doc=f"the batched form of {t.name}: products z = 0 .. batches - 1 in one launch (3-D maps of A, B and C, "
-                "a batch step of 0 broadcasting an operand)"))
+    for bn, cluster, stages, epi, suffixes in BATCHED_FORMS:
+        for suffix in suffixes:
+            for dtype in ("float16", "bfloat16"):
+                out.append(_batched_form(bn, cluster, stages, epi, suffix, dtype, BATCHED_ORDER + len(out)))
     return tuple(out)
 
-
-# The twins of the batched forms: rung 7 with 128 x 128 / 64 tiles (row-major and column-major B), with
-# 128 x 128 tiles in clusters of 2, and with 128 x 256 tiles in clusters of 2 (every operand form), fp16
-# and bf16; in the model's order of preference among equal estimates (the order `tune --batched` measured
-# them fastest on small-K batches, where the C store sets the time and every estimate is the same)
-BATCHED_TWINS = tuple(
-    f"hgemm_wgmma_m64n{bn}k16_persistent{c}_tma_store_stage{st}{form}{bf}"
-    for bn, c, st, forms in ((128, "", 6, ("", "_bcol")), (64, "", 8, ("", "_bcol")),
-                             (128, "_cluster2", 6, ("", "_bcol")),
-                             (256, "_cluster2", 4, ("", "_acol", "_bcol", "_acol_bcol")))
-    for form in forms for bf in ("", "_bf16"))
-BATCHED_ORDER = 100  # the batched forms' preference orders: 100, 101, ... in BATCHED_TWINS' order
 
 _P = "hgemm_wgmma_m64n256k16_persistent"
 _BT = "hgemm_wgmma_m64n256k16_bt_persistent"
@@ -378,5 +380,4 @@ _VARIANTS_2D: tuple[Variant, ...] = (
           doc="the TF32 sibling with clusters of 2 along N sharing the A tile (TMA multicast)"),
 )
 
-VARIANTS: tuple[Variant, ...] = _VARIANTS_2D + _batched_forms(
-    next(v for v in _VARIANTS_2D if v.name == name) for name in BATCHED_TWINS)
+VARIANTS: tuple[Variant, ...] = _VARIANTS_2D + _batched_forms()

@@ -12,9 +12,10 @@
 // Rung 6 (CLUSTER_M = 2) adds clusters along M: block r multicasts B panels r, r + CLUSTER_M, ... to
 // every block of the cluster; EMPTY counts BM / 64 x CLUSTER_M arrivals (thread r of a consumer: block r's).
 // Rung 7 (TMA_STORE) adds the epilogue: each consumer converts its slab one 64 x 64 panel at a time
-// into one of its two 8 KB 128-byte-swizzled staging boxes, fences it for the async proxy, and one
-// thread TMA-stores it (bounded by the tensor map); a box is rewritten only once its previous store
-// has read it (wait_group.read 1, then a named barrier); an odd panel count alternates the boxes.
+// into one of its EPI_BOXES (2, or more for the batched forms) 8 KB 128-byte-swizzled staging boxes
+// in turn, fences it for the async proxy, and one thread TMA-stores it (bounded by the tensor map); a
+// box is rewritten only once its previous store has read it (wait_group.read EPI_BOXES - 1, then a
+// named barrier): more boxes keep more stores in flight while the consumer goes on.
 // Forms of rung 7:
 //   A_COL / B_COL: A and/or B read column-major without a copy (hgemm_wgmma.cuh draws the layouts).
 //   NARROW_EDGE (BN = 256): a tile with 1-3 of its 4 B panels inside N runs m64n64 / n128 / n192
@@ -48,7 +49,8 @@
 // expected bytes count the issued ones), nor A boxes wholly past M (such a block computes a copy).
 // Template parameters: BM (128, 192), BN (64, 128, 192, 256; fitted: 48, 80, 112, 144, 160, 208, 224; with
 //   BM = 192: 144, 160), STAGES, GROUP (tile rows per raster
-//   band, in cluster tiles), CLUSTER_M (1, 2), TMA_STORE, ANY_C, A_COL, B_COL, NARROW_EDGE, BATCHED, T.
+//   band, in cluster tiles), CLUSTER_M (1, 2), TMA_STORE, ANY_C, A_COL, B_COL, NARROW_EDGE, BATCHED,
+//   EPI_BOXES (2-8: TMA_STORE's staging boxes per consumer), T.
 //   BK = 64.
 // Launch: block = (128 + 2 BM, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1); dynamic
 //   shared memory hgemm_wgmma_persistent_smem_bytes<...> (PersistentSmem); extra arguments: maps of A
@@ -66,16 +68,16 @@
 #include "hgemm_wgmma.cuh"
 
 // Shared memory: the ring of BM x 64 A and 64 x BN B tiles, then the epilogue's staging: TMA_STORE
-// two 64 x 64 boxes per consumer warpgroup, ANY_C one whole 64 x BN slab (BN / 64 boxes) per consumer.
-template <int BM, int BN, int STAGES, bool TMA_STORE, bool ANY_C>
+// EPI_BOXES 64 x 64 boxes per consumer warpgroup, ANY_C one whole 64 x BN slab (BN / 64 boxes) per consumer.
+template <int BM, int BN, int STAGES, bool TMA_STORE, bool ANY_C, int EPI_BOXES>
 using PersistentSmem =
     hgemm_wgmma::RingSmem<BM * hgemm_wgmma::A_ROW_BYTES, BN * hgemm_wgmma::BK * 2, STAGES,
-                          (TMA_STORE ? 2 * (BM / 64) * hgemm_wgmma::BOX_BYTES : 0) +
+                          (TMA_STORE ? EPI_BOXES * (BM / 64) * hgemm_wgmma::BOX_BYTES : 0) +
                               (ANY_C ? 2 * (BN / 64) * hgemm_wgmma::BOX_BYTES : 0)>;
 template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL,
-          bool B_COL, bool NARROW_EDGE, bool BATCHED, class T>
+          bool B_COL, bool NARROW_EDGE, bool BATCHED, int EPI_BOXES, class T>
 __device__ constexpr int hgemm_wgmma_persistent_smem_bytes =
-    PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C>::BYTES;
+    PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C, EPI_BOXES>::BYTES;
 
 // The last kernel parameter: C's tensor map, or (ANY_C) C's row stride in elements.
 template <bool ANY_C>
@@ -88,7 +90,7 @@ struct PersistentCParam<true> {
 };
 
 template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL,
-          bool B_COL, bool NARROW_EDGE, bool BATCHED, class T>
+          bool B_COL, bool NARROW_EDGE, bool BATCHED, int EPI_BOXES, class T>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, 1)
     hgemm_wgmma_persistent(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N,
                            int K, const __grid_constant__ TensorMap tmap_a,
@@ -96,7 +98,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                            const __grid_constant__ typename PersistentCParam<ANY_C>::type c_param, int batches,
                            int a_div, int a_mod, int b_div, int b_mod) {
   using namespace hgemm_wgmma;
-  using Smem = PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C>;
+  using Smem = PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C, EPI_BOXES>;
   constexpr int CONSUMERS = BM / 64;  // consumer warpgroups, one 64-row slab each
   constexpr int A_STAGE = Smem::A_STAGE;
   constexpr int B_STAGE = Smem::B_STAGE;
@@ -120,13 +122,14 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   static_assert(BM == 128 || (BM == 192 && TMA_STORE && !NARROW_EDGE && BN <= 192),
                 "three consumers (BM = 192): the TMA-store epilogue, at most 96 accumulators in 152 registers");
   static_assert(!(TMA_STORE && ANY_C), "one epilogue: registers, TMA stores or ANY_C's staged stores");
+  static_assert(EPI_BOXES >= 2 && EPI_BOXES <= 8, "2 to 8 staging boxes per consumer");
   static_assert(!BATCHED || (TMA_STORE && !FITTED), "batches: C through 3-D TMA stores, whole 64-column panels");
 
   extern __shared__ char smem_raw[];
   char* const smem = align_1024(smem_raw);
   char* const sA = smem + Smem::A;
   char* const sB = smem + Smem::B;
-  char* const sC = smem + Smem::EPI;  // TMA_STORE: 2 boxes per consumer warpgroup; ANY_C: a slab each
+  char* const sC = smem + Smem::EPI;  // TMA_STORE: EPI_BOXES boxes per consumer warpgroup; ANY_C: a slab each
   __shared__ alignas(8) unsigned long long full[STAGES], empty[STAGES];
   // ANY_C: per consumer slab, DRAINED: the 96 storing threads have read it (one element, never used,
   // in the other forms)
@@ -278,12 +281,13 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     const int w = tid >> 5, g = (tid & 31) >> 2, t4 = tid & 3;
     const unsigned sA_addr = smem_addr(sA) + cw * 64 * A_ROW_BYTES;  // A_COL: panel cw, the same offset
     const unsigned sB_addr = smem_addr(sB);
-    char* const boxes = sC + cw * 2 * BOX;
+    char* const boxes = sC + cw * EPI_BOXES * BOX;
     auto release = [&](int s) { release_stage<CLUSTER_M>(&empty[s], tid); };
 
     float acc[BN / 2];
     Ring<STAGES> ring;
     int box_flip = 0;  // an odd PANELS (BN = 192) starts every other tile on the second staging box
+    int box_next = 0;  // EPI_BOXES > 2: the box of the slab's first panel (panels take the boxes in turn)
     for (int k = 0, t; (t = walk.nth(k, edge_last)) < total; ++k) {
       int z;
       const TileCoord tc = locate(t, z);
@@ -306,8 +310,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       if constexpr (TMA_STORE) {
 #pragma unroll
         for (int p = 0; p < PANELS; ++p) {
-          char* const box = boxes + ((p & 1) ^ box_flip) * BOX;
-          if (tid == 0) tma_store_wait_read<1>();  // the store that last read this box is done reading
+          char* const box = boxes + (EPI_BOXES == 2 ? (p & 1) ^ box_flip : (box_next + p) % EPI_BOXES) * BOX;
+          // the store that last read this box (EPI_BOXES panels ago) is done reading
+          if (tid == 0) tma_store_wait_read<EPI_BOXES - 1>();
           named_barrier_sync(1 + cw, 128);
           stage_panel<T>(box, acc, p, w, g, t4);
           fence_proxy_async_shared();              // the box is visible to the copy engine
@@ -324,6 +329,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
           }
         }
         box_flip ^= PANELS & 1;
+        box_next = (box_next + PANELS) % EPI_BOXES;
         // FITTED: the last BN % 64 columns from registers (the final accumulators; C dense)
         if constexpr (FITTED) store_slab_from<T, PANELS * 8>(c, acc, row0 + 16 * w + g, n0 + 2 * t4, M, N);
       } else if constexpr (ANY_C) {
