@@ -50,11 +50,11 @@ def ring_smem(bm: int, bn: int, stages: int) -> int:
     return stages * (bm + bn) * 128 + SLACK
 
 
-def persistent_smem(bm: int, bn: int, stages: int, tma_store: bool, any_c: bool) -> int:
+def persistent_smem(bm: int, bn: int, stages: int, tma_store: bool, any_c: bool, epi_boxes: int = 2) -> int:
     """04_persistent.cu: the ring of bm x 64 A and 64 x bn B tiles, the staging boxes of the TMA-store
-    epilogue (two per consumer warpgroup, bm / 64 of them), or ANY_C's two whole staged slabs (64 x bn
-    each)."""
-    staging = STAGING * bm // 128 if tma_store else 0
+    epilogue (epi_boxes per consumer warpgroup, bm / 64 of them), or ANY_C's two whole staged slabs
+    (64 x bn each)."""
+    staging = STAGING * bm // 128 * epi_boxes // 2 if tma_store else 0
     return stages * (bm + bn) * 128 + staging + (2 * 64 * bn * 2 if any_c else 0) + SLACK
 
 
@@ -152,13 +152,17 @@ def test_record(v):
         # (the ladder's 128x256 sibling without clusters keeps its tile multiples)
         fitted = p["BN"] % 64 != 0  # a fitted width: x @ W.T, TMA stores, dense operands (C's rows are N apart)
         assert not fitted or (p["B_COL"] and p["TMA_STORE"] and not p["A_COL"] and p["BN"] % 16 == 0)
-        assert v.strided == (not fitted and (p["TMA_STORE"] and (p["CLUSTER_M"] == 2 or p["BN"] < 256) or p["ANY_C"]))
+        assert v.strided == (not fitted and (p["TMA_STORE"] and (p["CLUSTER_M"] == 2 or p["BN"] < 256 or p["BATCHED"])
+                                             or p["ANY_C"]))
         # TMA stores write a row's last 16-byte piece whole: their C rows must end on 16 bytes
         assert v.multiple_of == ((1, 1, 1) if p["ANY_C"] else (1, 8, 1) if v.strided else (1, 8, 8))
         # the edge-tile wgmma widths are a 256-column tile's (BN = 64, 128, 192 have no NARROW_EDGE, their
-        # _bcol forms included)
-        assert p["NARROW_EDGE"] == ((p["A_COL"] or p["B_COL"] or p["ANY_C"]) and p["BN"] == 256)
-        assert v.smem_dynamic == persistent_smem(bm, p["BN"], p["STAGES"], p["TMA_STORE"], p["ANY_C"])
+        # _bcol forms included); every batched form of 256 columns has them
+        assert p["NARROW_EDGE"] == ((p["A_COL"] or p["B_COL"] or p["ANY_C"] or p["BATCHED"]) and p["BN"] == 256)
+        # more than two staging boxes: the batched forms only, whose small-K products the C store bounds
+        assert p["EPI_BOXES"] == 2 or (p["BATCHED"] and ("_epi%d" % p["EPI_BOXES"]) in v.name)
+        assert p["BATCHED"] == v.name.endswith(("_batched", "_batched_bf16"))
+        assert v.smem_dynamic == persistent_smem(bm, p["BN"], p["STAGES"], p["TMA_STORE"], p["ANY_C"], p["EPI_BOXES"])
     else:
         assert v.multiple_of == v.tile and v.cluster == (1, 1, 1)
         assert v.smem_dynamic == ring_smem(128, p["BN"], p["STAGES"])

@@ -276,7 +276,7 @@ def _batched_form(bn: int, cluster: int, stages: int, epi: int, suffix: str, dty
 # the estimates tie; `tune --batched` measured 128 x 128 tiles without clusters fastest there)
 BATCHED_FORMS = ((128, 1, 6, 2, ("", "_bcol")), (128, 1, 4, 6, ("", "_bcol")), (64, 1, 8, 2, ("", "_bcol")),
                  (128, 2, 6, 2, ("", "_bcol")), (256, 2, 4, 2, ("", "_acol", "_bcol", "_acol_bcol")),
-                 (256, 1, 2, 8, ("", "_bcol")))
+                 (256, 1, 2, 8, ("", "_bcol")), (256, 2, 2, 8, ("", "_bcol")))
 BATCHED_ORDER = 100  # the batched forms' preference orders: 100, 101, ... in BATCHED_FORMS' order
 
 
