@@ -159,6 +159,19 @@ SWEEPS = {
 }
 
 
+def _batched_grid() -> list[tuple]:
+    """Square products (QK^T-like) of side 256-4096 and narrow ones (PV-like: N 64-128) at K 64, 128, 256,
+    as many of each as make about 20M and 80M elements of C (5M and 20M for the narrow ones)."""
+    out = []
+    for sides, totals in ((((256, 256), (1024, 1024), (2048, 2048), (4096, 4096)), (5 << 22, 5 << 24)),
+                          (((1024, 64), (2048, 128), (4096, 128)), (5 << 20, 5 << 22))):
+        for m, n in sides:
+            for total in totals:
+                for k in (64, 128, 256):
+                    out.append((max(2, total // (m * n)), m, n, k))
+    return out
+
+
 # Batches (count, M, N, K) for `tune --batched` (the batched forms' tuning set): attention-shaped, K 64-256;
 # none of them is in scripts/batched_bench.py's judge set
 BATCHED_SWEEPS = {
@@ -171,6 +184,7 @@ BATCHED_SWEEPS = {
                         # ragged rows (cugemm.tuning's class: lines not a multiple of 32 bytes)
                         (32, 1000, 1000, 64), (16, 2200, 2200, 128), (48, 744, 744, 80), (12, 2776, 2776, 64),
                         (64, 520, 520, 96), (8, 4040, 4040, 128)],
+    "batched-grid": _batched_grid,
 }
 
 
