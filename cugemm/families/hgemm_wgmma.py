@@ -252,40 +252,45 @@ def _tf32(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, doc, **kw):
                    **_common(name, "float32", doc, math_dtype="tfloat32", **kw))
 
 
-def _batched_form(bn: int, cluster: int, stages: int, epi: int, suffix: str, dtype: str, order: int) -> Variant:
+def _batched_form(bm: int, bn: int, cluster: int, stages: int, epi: int, suffix: str, dtype: str,
+                  order: int) -> Variant:
     """Rung 7's batched form (BATCHED: a batch of products in one launch, 3-D tensor maps, the walk over
-    batches x tiles) with 128 x bn tiles, clusters of `cluster` along M, `epi` staging boxes per
+    batches x tiles) with bm x bn tiles (bm 192: `_wg3`, three consumers), clusters of `cluster` along M, `epi` staging boxes per
     consumer (`_epi<n>` when over 2: more of C's stores in flight), operand form `suffix`; rated as
     rung 7 with those tiles, preference `order`: candidates of cugemm.matmul for batched problems only
     (cugemm.select.Problem.batched), ranked as the 2-D product of the batch's stacked rows in a tuning
     group of their own."""
-    c = "_cluster2" if cluster == 2 else ""
+    c = ("_wg3" if bm == 192 else "") + ("_cluster2" if cluster == 2 else "")
     e = f"_epi{epi}" if epi > 2 else ""
     bf = "_bf16" if dtype == "bfloat16" else ""
-    doc = (f"rung 7's batched form with 128x{bn} tiles{', clusters of 2 along M' if cluster == 2 else ''}, {stages} "
+    rating = TILE_WG3[bn] if bm == 192 else TOP if bn == 256 else TILE[bn]
+    doc = (f"rung 7's batched form with {bm}x{bn} tiles{', clusters of 2 along M' if cluster == 2 else ''}, {stages} "
            f"stages and {epi} staging boxes per consumer{' and ' + _FORM_DOC[suffix] if suffix else ''}: products z = "
            "0 .. batches - 1 in one launch (3-D maps of A, B and C; an operand's matrices any window of the batch)")
     return _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent{c}_tma_store_stage{stages}{e}{suffix}_batched{bf}",
-                       BN=bn, STAGES=stages, CLUSTER_M=cluster, TMA_STORE=True, A_COL="acol" in suffix,
+                       BM=bm, BN=bn, STAGES=stages, CLUSTER_M=cluster, TMA_STORE=True, A_COL="acol" in suffix,
                        B_COL="bcol" in suffix, NARROW_EDGE=bn == 256, BATCHED=True, EPI_BOXES=epi, strided=True,
-                       dtype=dtype, doc=doc, matmul=(TOP if bn == 256 else TILE[bn])._replace(order=order))
+                       dtype=dtype, doc=doc, matmul=rating._replace(order=order))
 
 
-# The batched forms (tile width, cluster, stages, staging boxes, operand forms), fp16 and bf16, in the
-# model's order of preference among equal estimates (on small-K batches the C store sets the time and
-# the estimates tie; `tune --batched` measured 128 x 128 tiles without clusters fastest there)
-BATCHED_FORMS = ((128, 1, 6, 2, ("", "_bcol")), (128, 1, 4, 6, ("", "_bcol")), (64, 1, 8, 2, ("", "_bcol")),
-                 (128, 2, 6, 2, ("", "_bcol")), (256, 2, 4, 2, ("", "_acol", "_bcol", "_acol_bcol")),
-                 (256, 1, 2, 8, ("", "_bcol")), (256, 2, 2, 8, ("", "_bcol")))
+# The batched forms (tile height and width, cluster, stages, staging boxes, operand forms), fp16 and
+# bf16, in the model's order of preference among equal estimates (on small-K batches the C store sets
+# the time and the estimates tie; `tune --batched` measured 128 x 128 tiles without clusters fastest
+# there); 192-row tiles for products of 192-row multiples (576 x 576: 9 tiles of 192 x 192, 25 of 128 x 128)
+BATCHED_FORMS = ((128, 128, 1, 6, 2, ("", "_bcol")), (128, 128, 1, 4, 6, ("", "_bcol")),
+                 (128, 64, 1, 8, 2, ("", "_bcol")), (128, 128, 2, 6, 2, ("", "_bcol")),
+                 (128, 256, 2, 4, 2, ("", "_acol", "_bcol", "_acol_bcol")), (128, 256, 1, 2, 8, ("", "_bcol")),
+                 (128, 256, 2, 2, 8, ("", "_bcol")), (192, 192, 1, 3, 2, ("", "_bcol")),
+                 (192, 128, 1, 4, 2, ("", "_bcol")))
 BATCHED_ORDER = 100  # the batched forms' preference orders: 100, 101, ... in BATCHED_FORMS' order
 
 
 def _batched_forms() -> tuple:
     out = []
-    for bn, cluster, stages, epi, suffixes in BATCHED_FORMS:
+    for bm, bn, cluster, stages, epi, suffixes in BATCHED_FORMS:
         for suffix in suffixes:
             for dtype in ("float16", "bfloat16"):
-                out.append(_batched_form(bn, cluster, stages, epi, suffix, dtype, BATCHED_ORDER + len(out)))
+                out.append(_batched_form(bm, bn, cluster, stages, epi, suffix, dtype, BATCHED_ORDER + len(out)))
     return tuple(out)
 
 
