@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import math
 
-from . import dtypes, grids, launch, operand, select
+from . import dtypes, grids, launch, operand, select, workspace
 from .ints import round_up
 from .operand import Layout, Operand
+from .workspace import Work
 from .prepared import A as _A
 from .prepared import B as _B
 from .prepared import C as _C
-from .prepared import Prepared, sentinel
+from .prepared import BASES, COUNTERS, PARTIALS, Prepared, sentinel
 from .registry import get_variant
 from .registry import variants as _variants
 
@@ -114,37 +115,81 @@ def choose(count: int, M: int, N: int, K: int, dtype, a_layout: str, b_layout: s
 
 
 class BatchedReady:
-    """A batched product's launch prepared for raw pointers, and the copies it needs (the flags
-    copy_a, copy_b, via_c; their dense padded shapes in `shapes`). fast / direct: one launch on
-    the operands where they lie (what cugemm.serve's serving paths replay)."""
+    """A batched product's launch prepared for raw pointers (the kernel's 3-D records at sentinel
+    addresses, cugemm.prepared), the copies it needs (flags copy_a, copy_b, via_c; their dense
+    padded shapes in `shapes`; `batch`, the broadcast batch shape they are taken over) and its
+    workspace (`need`: the dynamic walk's counters, cugemm.workspace). direct: one launch on the
+    operands where they lie; fast: no copy (what cugemm.serve's serving paths replay)."""
 
     __slots__ = ("choice", "plan", "gemm", "copy_a", "copy_b", "via_c", "shapes", "fast", "direct", "count",
-                 "dims")
+                 "dims", "need", "dev", "batch")
 
-    def __init__(self, choice, A3: Operand, B3: Operand, C3: Operand, M: int, N: int, K: int, dev: int, flags, shapes):
+    def __init__(self, choice, A3: Operand, B3: Operand, C3: Operand, M: int, N: int, K: int, dev: int, flags,
+                 shapes, batch: tuple):
+        import numpy as np
+
         plan = choice.plan
         v = plan.variant
         state = launch.loaded(v, dev)
         fn, info, _ = state
-        self.count, self.dims = math.prod(C3.shape[:-2]), (M, N, K)
-        args = (sentinel(_A), sentinel(_B), sentinel(_C))
-        recs = [X._replace(ptr=s) for X, s in zip((A3, B3, C3), args)]
-        import numpy as np
-
-        args = tuple(np.uint64(s) for s in args) + (np.int32(M), np.int32(N), np.int32(K))
-        args += v.extra_args(*recs, M, N, K, raw=True)
+        self.count, self.dims, self.dev, self.batch = math.prod(C3.shape[:-2]), (M, N, K), dev, batch
+        self.need = v.workspace_fn(v, M, N, K, info) if v.workspace_fn is not None else None
+        work = Work(sentinel(PARTIALS), sentinel(COUNTERS)) if self.need is not None else None
+        bases = (sentinel(_A), sentinel(_B), sentinel(_C))
+        recs = [X._replace(ptr=s) for X, s in zip((A3, B3, C3), bases)]
+        args = tuple(np.uint64(s) for s in bases) + (np.int32(M), np.int32(N), np.int32(K))
+        args += v.extra_args(*recs, M, N, K, raw=True, work=work, dev=info)
         grid = grids.batched_persistent_grid(v, self.count, M, N, info)
         self.gemm = Prepared(fn.kernel.ptr, grid, v.block, v.smem_dynamic, args, False)
         self.choice, self.plan = choice, plan
         self.copy_a, self.copy_b, self.via_c = flags
         self.shapes = shapes
-        self.fast = self.direct = not any(flags)
+        self.fast = not any(flags)
+        self.direct = self.fast and self.need is None
 
     def serve(self, lib, stream: int, a_ptr: int, b_ptr: int, c_ptr: int, a=None, b=None, out=None) -> None:
-        """The serving paths' call (a direct plan: one launch)."""
-        self.gemm.launch((a_ptr, b_ptr, c_ptr), stream)
+        """The serving paths' call: one launch, on the stream's held counters when it needs them and
+        the stream holds them; anything else through run()."""
+        if self.direct:
+            self.gemm.launch((a_ptr, b_ptr, c_ptr), stream)
+            return
+        if self.fast:
+            held = workspace.lookup(lib.kind, self.dev, stream, self.need)
+            if held is not None:
+                self.gemm.launch((a_ptr, b_ptr, c_ptr, 0, held.partials, held.counters), stream)
+                return
+        self.run(lib, stream, a_ptr, b_ptr, c_ptr, a, b, out)
 
-    run = serve
+    def run(self, lib, stream: int, a_ptr: int, b_ptr: int, c_ptr: int, a=None, b=None, out=None) -> None:
+        """One batched product on `stream`: the copies (by the caller's array library, each one
+        operation over the whole batch: a, b, out are the caller's arrays), the workspace, the
+        launch, the copy of C back into `out`."""
+        M, N, K = self.dims
+        keep = []
+        bases = [0] * BASES
+        bases[_A], bases[_B], bases[_C] = a_ptr, b_ptr, c_ptr
+        for i, (x, is_a) in enumerate(((a, True), (b, False))):
+            if (self.copy_a, self.copy_b)[i]:
+                n, rows, ld = self.shapes[i]
+                buf = _dense_copy(lib, x, self.batch, rows, K if is_a else N, n, ld, is_a)
+                keep.append(buf)
+                bases[i] = _ptr(lib, buf)
+        tmp = None
+        if self.via_c:
+            tmp = lib.empty(self.shapes[2], out)
+            bases[_C] = _ptr(lib, tmp)
+        if self.need is not None:
+            bases[PARTIALS], bases[COUNTERS] = workspace.for_launch(lib, self.dev, stream, self.need, keep)
+        self.gemm.launch(bases, stream)
+        if tmp is not None:
+            final = tuple(out.shape)
+            if lib.kind == "torch":
+                out.copy_(tmp[:, :, :N].reshape(final))
+            else:
+                import cupy
+
+                bits = cupy.uint16 if out.dtype.itemsize == 2 else cupy.uint32
+                out.view(bits)[...] = tmp.view(bits)[:, :, :N].reshape(final)
 
 
 def decide(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, info, measured,
@@ -197,7 +242,7 @@ def plan_batched(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c
     if d is None:
         return None
     choice, flags, (A3, B3, C3), shapes = d
-    return BatchedReady(choice, A3, B3, C3, M, N, K, dev, flags, shapes)
+    return BatchedReady(choice, A3, B3, C3, M, N, K, dev, flags, shapes, batch)
 
 
 def plan_key(dev, A: Operand, B: Operand, O: Operand, variant) -> tuple:
@@ -231,35 +276,3 @@ def _dense_copy(lib, x, lead: tuple, rows: int, cols: int, n: int, ld: int, is_a
 
 def _ptr(lib, x) -> int:
     return x.data_ptr() if lib.kind == "torch" else x.data.ptr
-
-
-def run(r: BatchedReady, lib, stream: int, a, b, out, A: Operand, B: Operand, O: Operand, batch: tuple) -> None:
-    """One batched product on `stream`: the copies r needs (by the caller's array library, each one
-    operation over the whole batch), the launch, the copy of C back into `out`."""
-    if r.direct:
-        r.gemm.launch((A.ptr, B.ptr, O.ptr), stream)
-        return
-    keep = []
-    ptrs = [A.ptr, B.ptr, O.ptr]
-    M, N, K = r.dims
-    for i, (x, is_a) in enumerate(((a, True), (b, False))):
-        if (r.copy_a, r.copy_b)[i]:
-            n, rows, ld = r.shapes[i]
-            cols = K if is_a else N
-            buf = _dense_copy(lib, x, batch, rows, cols, n, ld, is_a)
-            keep.append(buf)
-            ptrs[i] = _ptr(lib, buf)
-    tmp = None
-    if r.via_c:
-        tmp = lib.empty(r.shapes[2], out)
-        ptrs[2] = _ptr(lib, tmp)
-    r.gemm.launch(ptrs, stream)
-    if tmp is not None:
-        final = tuple(out.shape)
-        if lib.kind == "torch":
-            out.copy_(tmp[:, :, :N].reshape(final))
-        else:
-            import cupy
-
-            bits = cupy.uint16 if out.dtype.itemsize == 2 else cupy.uint32
-            out.view(bits)[...] = tmp.view(bits)[:, :, :N].reshape(final)

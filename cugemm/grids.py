@@ -40,6 +40,14 @@ def batched_persistent_grid(v, batches: int, M: int, N: int, dev) -> tuple:
     return (max(c, min(clusters, dev.sms // c) * c), 1, 1)
 
 
+def dynamic_walk_need(v, M: int, N: int, K: int, dev):
+    """The workspace of a persistent kernel that takes its tiles from a counter (the batched forms
+    without clusters, 04_persistent.cu): two zeroed uint32 counters, which its last block resets."""
+    from .workspace import Need
+
+    return Need(0, 2)
+
+
 def swizzle_stride(v, N: int) -> int:
     """The block-swizzle stride for an N-column C: N/4 rounded down to a multiple of 256, or the whole
     width (one band, no swizzle) when that is under 256. Always a multiple of BN."""

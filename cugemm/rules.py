@@ -22,7 +22,7 @@ GRIDS = {
 ARGS = {
     "tma_ab": tma_args.ab_args,
     "tma_abc16": tma_args.cached_args(tma_args.maps_abc16),
-    "tma_persistent": tma_args.cached_args(tma_args.maps_persistent),
+    "tma_persistent": tma_args.persistent_args,
     "tma_bt": tma_args.cached_args(tma_args.maps_bt),
     "tma_tf32": tma_args.cached_args(tma_args.maps_tf32),
     "tma_small_m": tma_args.cached_args(tma_args.maps_small_m),
@@ -35,6 +35,7 @@ ARGS = {
 WORKSPACES = {
     "splitk": splitk.workspace_need,
     "skinny": splitk.skinny_workspace_need,
+    "dynamic_walk": grids.dynamic_walk_need,
 }
 
 

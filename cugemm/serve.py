@@ -285,14 +285,7 @@ class Ready:
             owner, bases[WORK] = lib.buffer(self.stage.nbytes, self.dev)
             keep.append(owner)
         if self.need is not None:  # the stream's buffer; a new one is not kept from inside a capture
-            work = workspace.lookup(lib.kind, self.dev, stream, self.need)
-            if work is None and lib.capturing(stream):
-                work, owner = workspace.fresh(self.need, lambda n: lib.alloc_zeroed(n, self.dev))
-                keep.append(owner)
-            elif work is None:
-                work = workspace.held(lib.kind, self.dev, stream, self.need,
-                                      lambda n: lib.alloc_zeroed(n, self.dev))
-            bases[PARTIALS], bases[COUNTERS] = work
+            bases[PARTIALS], bases[COUNTERS] = workspace.for_launch(lib, self.dev, stream, self.need, keep)
         if self.relay is not None:
             self.relay.launch(bases, stream)
         if self.stage is not None and self.stage.by_array:
@@ -603,7 +596,7 @@ def _general_ready(a, b, out, allow_tf32, variant, verbose, lib):
             return out, _run2d(*folded, allow_tf32, variant, verbose, lib, dev, stream, a, b, out)
         r = _batched_ready(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, variant, verbose, dev, lib)
         if r is not None:  # the whole batch in one launch (cugemm.batched)
-            batched.run(r, lib, stream, a, b, out, A, B, O, batch)
+            r.run(lib, stream, A.ptr, B.ptr, O.ptr, a, b, out)
             return out, r
         else:  # a product of no batched form (float32, a GPU before sm_90, a named 2-D variant)
             for idx in np.ndindex(*batch):
@@ -871,6 +864,12 @@ def batched_ready(a, b, out, variant=None):
     batch, M, K, N, _, _ = result_shape(A.shape, B.shape)
     a_b, b_b, c_b, A2, B2, C2 = _split(A, B, O, batch, M, N)
     return _batched_ready(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, variant, False, a.device.id, _CupyLib)
+
+
+def execute_batched(r, a, b, out) -> None:
+    """Run the batched.BatchedReady `r` (batched_ready's) on CuPy arrays, on the current CuPy stream
+    (the tuner times batched plans this way)."""
+    r.serve(_CupyLib, _CupyLib.stream(a.device.id), a.data.ptr, b.data.ptr, out.data.ptr, a, b, out)
 
 
 def execute(plan: select.Plan, a, b, out) -> None:

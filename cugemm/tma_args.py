@@ -180,3 +180,11 @@ def maps_small_m(v, A, B, C, M, N, K):
 
 
 ab_args = cached_args(maps_ab)  # the args_fn of maps_ab, one cache for every kernel that takes those maps
+_persistent_maps = cached_args(maps_persistent)
+
+
+def persistent_args(v, A, B, C, M, N, K, raw=False, work=None, dev=None):
+    """The persistent rungs' arguments: maps_persistent's (cached), then the address of the dynamic
+    walk's two counters (the batched forms without clusters: work.counters, cugemm.workspace; 0 for
+    every other form, whose walk is static)."""
+    return _persistent_maps(v, A, B, C, M, N, K, raw=raw) + (np.uint64(work.counters if work is not None else 0),)

@@ -165,7 +165,6 @@ def tune_batched(cases, dtype="float16", *, layouts=("row", "row"), variants=Non
     dev_id = _device.current()
     device = _device.get(dev_id)
     timer = Timer(warmup=2, iters=iters, budget_s=0.25)
-    stream = cupy.cuda.get_current_stream()
     allowed = None if variants is None else {v.name for v in _variants(variants)}
     rows, entries = [], {}
     for count, M, N, K in cases:
@@ -186,11 +185,10 @@ def tune_batched(cases, dtype="float16", *, layouts=("row", "row"), variants=Non
             row = {"batch": count, "M": M, "N": N, "K": K, "dtype": dt.name, "variant": name, "plan": "batched"}
             out = testing.poisoned((count, M, N), dt.name)
             r = serve.batched_ready(a, b, out, name)
-            if not r.direct:
+            if not r.fast:
                 raise ValueError(f"tune --batched: {count}x{M}x{N}x{K} needs copies (the batched forms read rows of "
                                  "a multiple of 16 bytes in place): give M, N and K multiples of 8")
-            ptrs = (a.data.ptr, b.data.ptr, out.data.ptr)
-            r.gemm.launch(ptrs, stream.ptr)
+            serve.execute_batched(r, a, b, out)
             err = accuracy.rel_error(out, ref)
             if not accuracy.within(err, dt.name, "float32"):
                 row.update(status="FAIL", rel_err=err)
@@ -200,8 +198,8 @@ def tune_batched(cases, dtype="float16", *, layouts=("row", "row"), variants=Non
             base_a, base_b = a.view(cupy.float16), b.view(cupy.float16)
             base_out = cupy.empty((count, M, N), dtype=cupy.float16)
 
-            def pair(r=r, ptrs=ptrs, base_out=base_out):
-                t, tb = timer.measure_pair(lambda: r.gemm.launch(ptrs, stream.ptr),
+            def pair(r=r, out=out, base_out=base_out):
+                t, tb = timer.measure_pair(lambda: serve.execute_batched(r, a, b, out),
                                            lambda: cupy.matmul(base_a, base_b, out=base_out))
                 return 1e3 * t["median"], 1e3 * tb["median"]
 

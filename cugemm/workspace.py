@@ -95,6 +95,20 @@ def held(kind: str, device: int, stream: int, need: Need, alloc) -> Work:
         return _HELD[key][2]
 
 
+def for_launch(lib, device: int, stream: int, need: Need, keep: list) -> Work:
+    """The Work of one launch on `stream` for the caller's array library `lib` (cugemm.serve's: kind,
+    capturing(stream), alloc_zeroed(nbytes, device)): the stream's held buffer (held); inside a
+    CUDA-graph capture, for a stream that holds none, a fresh one (fresh), its owner appended to
+    `keep` so that it lives until the launch is enqueued."""
+    work = lookup(lib.kind, device, stream, need)
+    if work is None and lib.capturing(stream):
+        work, owner = fresh(need, lambda n: lib.alloc_zeroed(n, device))
+        keep.append(owner)
+    elif work is None:
+        work = held(lib.kind, device, stream, need, lambda n: lib.alloc_zeroed(n, device))
+    return work
+
+
 def held_buffer(kind: str, device: int, stream: int):
     """(owner, Need) of the buffer held for that stream, or None (for tests and diagnostics)."""
     hit = _HELD.get((kind, device, stream))

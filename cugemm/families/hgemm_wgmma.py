@@ -270,7 +270,8 @@ def _batched_form(bm: int, bn: int, cluster: int, stages: int, epi: int, suffix:
     return _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent{c}_tma_store_stage{stages}{e}{suffix}_batched{bf}",
                        BM=bm, BN=bn, STAGES=stages, CLUSTER_M=cluster, TMA_STORE=True, A_COL="acol" in suffix,
                        B_COL="bcol" in suffix, NARROW_EDGE=bn == 256, BATCHED=True, EPI_BOXES=epi, strided=True,
-                       dtype=dtype, doc=doc, matmul=rating._replace(order=order))
+                       dtype=dtype, doc=doc, matmul=rating._replace(order=order),
+                       workspace_rule="dynamic_walk" if cluster == 1 else "")
 
 
 # The batched forms (tile height and width, cluster, stages, staging boxes, operand forms), fp16 and

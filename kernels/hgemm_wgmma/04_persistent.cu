@@ -41,8 +41,17 @@
 //     of the batch only, as (8, 1) against (1, 16) batches). The maps of A, B and C are 3-D (the
 //     batch their outermost dimension) and every copy names its matrix; the persistent walk
 //     goes over batches * (cluster tiles per product), batch-major, so the tiles in flight at one
-//     time share one product's operands in L2. What it adds is only that coordinate: tile shapes,
-//     clusters, the epilogue and the forms A_COL / B_COL / NARROW_EDGE are the 2-D kernel's.
+//     time share one product's operands in L2. Without clusters the blocks take their tiles from a
+//     counter (`tiles`, dynamic scheduling) instead of every gridDim.x-th: on small-K batches the C
+//     stores set the time, and SMs drain them at unequal rates (ncu, 16 x 4096^2 x 64, H100: SM
+//     active cycles 225k to 319k of 324k in the static walk), so a static walk waits for the
+//     slowest. The producer thread fetches the next tile (atomicAdd) and hands its index to the
+//     consumers in `stage_tile[s]` of the ring stage of the tile's first K-tile, written before the
+//     stage's FULL arrival (release) and read after its wait (acquire); an index past the last tile,
+//     with a plain arrival, ends the walk. The last block to finish resets the counters (`tiles[0]`:
+//     tiles taken, `tiles[1]`: blocks done) to zero for the next launch (cugemm.workspace: a buffer
+//     per stream). Otherwise the tile shapes, clusters, epilogue and the forms A_COL / B_COL /
+//     NARROW_EDGE are the 2-D kernel's.
 //   PDL (every form): the producer thread waits in griddepcontrol.wait before its first load; no
 //     other role touches global memory before data it loaded.
 // The copy engine zero-fills box parts past M, N or K; boxes wholly past N are not issued (the
@@ -57,6 +66,7 @@
 //   (box {64, BM}; A_COL: {64, 64} of the K x M memory), B (box {64, 64}; B_COL: of the N x K memory;
 //   fitted: {64, BN / CLUSTER_M}) and C (box {64, 64}), 128-byte swizzled; ANY_C: C's row stride (int,
 //   elements) instead of C's map; then batches, a_div, a_mod, b_div, b_mod (all 1 when not BATCHED;
+//   then `tiles`, two zeroed uint32 counters for the dynamic walk (null but for BATCHED without clusters);
 //   BATCHED: 3-D maps, boxes one matrix deep, and a grid of min(batches * tiles, SMs) blocks).
 // Preconditions: leading dimensions of A, B and C multiples of 16 bytes (dense: K % 8 == 0, N % 8 ==
 //   0), a, b, c 16-byte aligned (ANY_C: c and its row stride 2-byte aligned, any N; TMA-store forms:
@@ -96,7 +106,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                            int K, const __grid_constant__ TensorMap tmap_a,
                            const __grid_constant__ TensorMap tmap_b,
                            const __grid_constant__ typename PersistentCParam<ANY_C>::type c_param, int batches,
-                           int a_div, int a_mod, int b_div, int b_mod) {
+                           int a_div, int a_mod, int b_div, int b_mod, unsigned* __restrict__ tiles) {
   using namespace hgemm_wgmma;
   using Smem = PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C, EPI_BOXES>;
   constexpr int CONSUMERS = BM / 64;  // consumer warpgroups, one 64-row slab each
@@ -123,6 +133,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                 "three consumers (BM = 192): the TMA-store epilogue, at most 96 accumulators in 152 registers");
   static_assert(!(TMA_STORE && ANY_C), "one epilogue: registers, TMA stores or ANY_C's staged stores");
   static_assert(EPI_BOXES >= 2 && EPI_BOXES <= 8, "2 to 8 staging boxes per consumer");
+  constexpr bool DYNAMIC = BATCHED && CLUSTER_M == 1;  // tiles from the counter (header)
   static_assert(!BATCHED || (TMA_STORE && !FITTED), "batches: C through 3-D TMA stores, whole 64-column panels");
 
   extern __shared__ char smem_raw[];
@@ -134,6 +145,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   // ANY_C: per consumer slab, DRAINED: the 96 storing threads have read it (one element, never used,
   // in the other forms)
   __shared__ alignas(8) unsigned long long drained[ANY_C ? 2 : 1];
+  // DYNAMIC: the tile whose first K-tile ring stage s holds (one element, never used, otherwise)
+  __shared__ int stage_tile[DYNAMIC ? STAGES : 1];
 
   if (threadIdx.x == 0) {
     tma_prefetch_map(&tmap_a);
@@ -181,7 +194,16 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       // memory only through what this thread loads.
       grid_dependency_wait();
       Ring<STAGES> ring;
-      for (int k = 0, t; (t = walk.nth(k, edge_last)) < total; ++k) {
+      for (int k = 0;; ++k) {
+        const int t = DYNAMIC ? static_cast<int>(atomicAdd(&tiles[0], 1u)) : walk.nth(k, edge_last);
+        if (t >= total) {
+          if constexpr (DYNAMIC) {  // the walk's end, to the consumers through the next stage
+            mbarrier_wait(&empty[ring.stage], ring.phase ^ 1);
+            stage_tile[ring.stage] = total;
+            mbarrier_arrive(&full[ring.stage]);
+          }
+          break;
+        }
         int z;
         const TileCoord tc = locate(t, z);
         const int za = z / a_div % a_mod, zb = z / b_div % b_mod;  // the matrices of A and B product z reads
@@ -197,6 +219,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         for (int kt = 0; kt < num_kt; ++kt) {
           const int s = ring.stage;
           mbarrier_wait(&empty[s], ring.phase ^ 1);  // every consumer of the cluster released it
+          if (DYNAMIC && kt == 0) stage_tile[s] = t;  // published by the arrival below
           mbarrier_arrive_expect_tx(&full[s], tx);
           auto load_a = [&](char* dst, int c0, int c1) {
             if constexpr (BATCHED) {
@@ -246,6 +269,13 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
           ring.advance();
         }
       }
+      if constexpr (DYNAMIC) {
+        // this block takes no more tiles; the last block to get here leaves the counters zero
+        if (atomicAdd(&tiles[1], 1u) == gridDim.x - 1) {
+          atomicExch(&tiles[0], 0u);
+          atomicExch(&tiles[1], 0u);
+        }
+      }
     } else if (threadIdx.x >= 32) {
       if constexpr (ANY_C) {
         // ---- ANY_C: warps 1-3 write the consumers' staged slabs to C (what TMA does for rung 7) ----
@@ -288,7 +318,15 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     Ring<STAGES> ring;
     int box_flip = 0;  // an odd PANELS (BN = 192) starts every other tile on the second staging box
     int box_next = 0;  // EPI_BOXES > 2: the box of the slab's first panel (panels take the boxes in turn)
-    for (int k = 0, t; (t = walk.nth(k, edge_last)) < total; ++k) {
+    for (int k = 0;; ++k) {
+      int t;
+      if constexpr (DYNAMIC) {  // the tile the producer fetched, with its first K-tile's stage
+        mbarrier_wait(&full[ring.stage], ring.phase);
+        t = stage_tile[ring.stage];
+      } else {
+        t = walk.nth(k, edge_last);
+      }
+      if (t >= total) break;
       int z;
       const TileCoord tc = locate(t, z);
       const int m0 = (tc.row * CLUSTER_M + rank) * BM;
