@@ -45,7 +45,8 @@
 //     counter (`tiles`, dynamic scheduling) instead of every gridDim.x-th: on small-K batches the C
 //     stores set the time, and SMs drain them at unequal rates (ncu, 16 x 4096^2 x 64, H100: SM
 //     active cycles 225k to 319k of 324k in the static walk), so a static walk waits for the
-//     slowest. The producer thread fetches the next tile (atomicAdd) and hands its index to the
+//     slowest. The producer thread fetches its next tile (atomicAdd, one fetch ahead: the next index
+//     is fetched while this tile's copies are issued) and hands its index to the
 //     consumers in `stage_tile[s]` of the ring stage of the tile's first K-tile, written before the
 //     stage's FULL arrival (release) and read after its wait (acquire); an index past the last tile,
 //     with a plain arrival, ends the walk. The last block to finish resets the counters (`tiles[0]`:
@@ -194,8 +195,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       // memory only through what this thread loads.
       grid_dependency_wait();
       Ring<STAGES> ring;
+      // DYNAMIC: the next tile is fetched while this one's copies are issued (one fetch in flight)
+      int t_next = DYNAMIC ? static_cast<int>(atomicAdd(&tiles[0], 1u)) : 0;
       for (int k = 0;; ++k) {
-        const int t = DYNAMIC ? static_cast<int>(atomicAdd(&tiles[0], 1u)) : walk.nth(k, edge_last);
+        const int t = DYNAMIC ? t_next : walk.nth(k, edge_last);
         if (t >= total) {
           if constexpr (DYNAMIC) {  // the walk's end, to the consumers through the next stage
             mbarrier_wait(&empty[ring.stage], ring.phase ^ 1);
@@ -204,6 +207,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
           }
           break;
         }
+        if constexpr (DYNAMIC) t_next = static_cast<int>(atomicAdd(&tiles[0], 1u));
         int z;
         const TileCoord tc = locate(t, z);
         const int za = z / a_div % a_mod, zb = z / b_div % b_mod;  // the matrices of A and B product z reads
