@@ -48,7 +48,9 @@
 //     slowest. The producer thread fetches its next tile (atomicAdd, one fetch ahead: the next index
 //     is fetched while this tile's copies are issued) and hands its index to the
 //     consumers in `stage_tile[s]` of the ring stage of the tile's first K-tile, written before the
-//     stage's FULL arrival (release) and read after its wait (acquire); an index past the last tile,
+//     stage's FULL arrival (release) and read after its wait (acquire), each consumer's threads
+//     meeting in a named barrier after the read (so that all of them have read it before thread 0
+//     releases the stage for the producer's next write); an index past the last tile,
 //     with a plain arrival, ends the walk. The last block to finish resets the counters (`tiles[0]`:
 //     tiles taken, `tiles[1]`: blocks done) to zero for the next launch (cugemm.workspace: a buffer
 //     per stream). Otherwise the tile shapes, clusters, epilogue and the forms A_COL / B_COL /
@@ -327,6 +329,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       if constexpr (DYNAMIC) {  // the tile the producer fetched, with its first K-tile's stage
         mbarrier_wait(&full[ring.stage], ring.phase);
         t = stage_tile[ring.stage];
+        // every thread's read precedes thread 0's release of the stage (EMPTY), after which the
+        // producer may rewrite stage_tile: ordered by this barrier, as racecheck verifies
+        named_barrier_sync(1 + cw, 128);
       } else {
         t = walk.nth(k, edge_last);
       }
