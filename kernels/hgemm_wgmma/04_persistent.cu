@@ -46,12 +46,12 @@
 //     stores set the time, and SMs drain them at unequal rates (ncu, 16 x 4096^2 x 64, H100: SM
 //     active cycles 225k to 319k of 324k in the static walk), so a static walk waits for the
 //     slowest. The producer thread fetches its next tile (atomicAdd, one fetch ahead: the next index
-//     is fetched while this tile's copies are issued) and hands its index to the
-//     consumers in `stage_tile[s]` of the ring stage of the tile's first K-tile, written before the
-//     stage's FULL arrival (release) and read after its wait (acquire), each consumer's threads
-//     meeting in a named barrier after the read (so that all of them have read it before thread 0
-//     releases the stage for the producer's next write); an index past the last tile,
-//     with a plain arrival, ends the walk. The last block to finish resets the counters (`tiles[0]`:
+//     is fetched while this tile's copies are issued) and hands its index to the consumers through
+//     two slots (`tile_slot`) with mbarriers of their own: TILE_FULL (the producer's arrival after
+//     writing the slot) and TILE_EMPTY (every consumer thread's arrival after reading it), the
+//     ordering racecheck verifies (an index passed in the ring stage, whose FULL phase the copy
+//     engine completes, was reported as hazards); an index past the last tile ends the walk. The
+//     last block to finish resets the counters (`tiles[0]`:
 //     tiles taken, `tiles[1]`: blocks done) to zero for the next launch (cugemm.workspace: a buffer
 //     per stream). Otherwise the tile shapes, clusters, epilogue and the forms A_COL / B_COL /
 //     NARROW_EDGE are the 2-D kernel's.
@@ -148,8 +148,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   // ANY_C: per consumer slab, DRAINED: the 96 storing threads have read it (one element, never used,
   // in the other forms)
   __shared__ alignas(8) unsigned long long drained[ANY_C ? 2 : 1];
-  // DYNAMIC: the tile whose first K-tile ring stage s holds (one element, never used, otherwise)
-  __shared__ int stage_tile[DYNAMIC ? STAGES : 1];
+  // DYNAMIC: the tile indices handed to the consumers, and their FULL / EMPTY barriers (header)
+  __shared__ int tile_slot[2];
+  __shared__ alignas(8) unsigned long long tile_full[2], tile_empty[2];
 
   if (threadIdx.x == 0) {
     tma_prefetch_map(&tmap_a);
@@ -158,6 +159,12 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     if constexpr (ANY_C) {
       mbarrier_init(&drained[0], STORING_THREADS);
       mbarrier_init(&drained[1], STORING_THREADS);
+    }
+    if constexpr (DYNAMIC) {
+      for (int j = 0; j < 2; ++j) {
+        mbarrier_init(&tile_full[j], 1);
+        mbarrier_init(&tile_empty[j], CONSUMERS * 128);
+      }
     }
     // every consumer of every block of the cluster; its fence publishes the slab barriers too
     init_ring_barriers<STAGES>(full, empty, CONSUMERS * CLUSTER_M);
@@ -201,14 +208,12 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       int t_next = DYNAMIC ? static_cast<int>(atomicAdd(&tiles[0], 1u)) : 0;
       for (int k = 0;; ++k) {
         const int t = DYNAMIC ? t_next : walk.nth(k, edge_last);
-        if (t >= total) {
-          if constexpr (DYNAMIC) {  // the walk's end, to the consumers through the next stage
-            mbarrier_wait(&empty[ring.stage], ring.phase ^ 1);
-            stage_tile[ring.stage] = total;
-            mbarrier_arrive(&full[ring.stage]);
-          }
-          break;
+        if constexpr (DYNAMIC) {  // tile k (or, past the last, the walk's end) to the consumers
+          mbarrier_wait(&tile_empty[k & 1], ((k >> 1) & 1) ^ 1);
+          tile_slot[k & 1] = t;
+          mbarrier_arrive(&tile_full[k & 1]);
         }
+        if (t >= total) break;
         if constexpr (DYNAMIC) t_next = static_cast<int>(atomicAdd(&tiles[0], 1u));
         int z;
         const TileCoord tc = locate(t, z);
@@ -225,7 +230,6 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         for (int kt = 0; kt < num_kt; ++kt) {
           const int s = ring.stage;
           mbarrier_wait(&empty[s], ring.phase ^ 1);  // every consumer of the cluster released it
-          if (DYNAMIC && kt == 0) stage_tile[s] = t;  // published by the arrival below
           mbarrier_arrive_expect_tx(&full[s], tx);
           auto load_a = [&](char* dst, int c0, int c1) {
             if constexpr (BATCHED) {
@@ -326,12 +330,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     int box_next = 0;  // EPI_BOXES > 2: the box of the slab's first panel (panels take the boxes in turn)
     for (int k = 0;; ++k) {
       int t;
-      if constexpr (DYNAMIC) {  // the tile the producer fetched, with its first K-tile's stage
-        mbarrier_wait(&full[ring.stage], ring.phase);
-        t = stage_tile[ring.stage];
-        // every thread's read precedes thread 0's release of the stage (EMPTY), after which the
-        // producer may rewrite stage_tile: ordered by this barrier, as racecheck verifies
-        named_barrier_sync(1 + cw, 128);
+      if constexpr (DYNAMIC) {  // the tile the producer fetched
+        mbarrier_wait(&tile_full[k & 1], (k >> 1) & 1);
+        t = tile_slot[k & 1];
+        mbarrier_arrive(&tile_empty[k & 1]);
       } else {
         t = walk.nth(k, edge_last);
       }
