@@ -181,3 +181,20 @@ def test_a_named_batched_form_runs_and_others_are_refused():
     with pytest.raises(ValueError, match="not a batched form"):
         cugemm.matmul(a, b, variant="hgemm_wgmma_m64n64k16_persistent_tma_store_stage8_bcol_batched")
     assert math.isfinite(float(out.astype(cupy.float32).sum()))
+
+
+@pytest.mark.parametrize("sa,sb", [((64, 96), (4, 96, 80)), ((2, 1, 64, 96), (3, 96, 80)), ((3, 64, 96), (96, 80)),
+                                   ((4, 64, 96), (4, 96, 80)), ((64, 96), (96, 80)), ((2, 3, 64, 96), (96, 80)),
+                                   ((4, 1, 64, 96), (1, 5, 96, 80))], ids=str)
+def test_the_serving_path_keeps_every_result_shape(sa, sb):
+    """torch operands: the second and third calls of a geometry take the serving path (a result of the
+    shape filed with the plan); each result has torch.matmul's shape and values."""
+    torch = pytest.importorskip("torch")
+    for _ in range(3):
+        a = torch.randn(*sa, device="cuda", dtype=torch.float16)
+        b = torch.randn(*sb, device="cuda", dtype=torch.float16)
+        c = cugemm.matmul(a, b)
+        ref = torch.matmul(a.double(), b.double())
+        assert c.shape == ref.shape
+        err = float((c.double() - ref).norm() / ref.norm())
+        assert accuracy.within(err, "float16", "float32"), err
