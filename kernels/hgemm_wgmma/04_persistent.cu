@@ -48,7 +48,7 @@
 //     slowest. The producer thread fetches its next tile (atomicAdd, one fetch ahead: the next index
 //     is fetched while this tile's copies are issued) and hands its index to the consumers through
 //     two slots (`tile_slot`) with mbarriers of their own: TILE_FULL (the producer's arrival after
-//     writing the slot) and TILE_EMPTY (every consumer thread's arrival after reading it), the
+//     writing the slot) and TILE_EMPTY (each consumer warp's arrival after its threads read it), the
 //     ordering racecheck verifies (an index passed in the ring stage, whose FULL phase the copy
 //     engine completes, was reported as hazards); an index past the last tile ends the walk. The
 //     last block to finish resets the counters (`tiles[0]`:
@@ -163,7 +163,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     if constexpr (DYNAMIC) {
       for (int j = 0; j < 2; ++j) {
         mbarrier_init(&tile_full[j], 1);
-        mbarrier_init(&tile_empty[j], CONSUMERS * 128);
+        mbarrier_init(&tile_empty[j], CONSUMERS * 4);  // one arrival per consumer warp
       }
     }
     // every consumer of every block of the cluster; its fence publishes the slab barriers too
@@ -333,7 +333,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       if constexpr (DYNAMIC) {  // the tile the producer fetched
         mbarrier_wait(&tile_full[k & 1], (k >> 1) & 1);
         t = tile_slot[k & 1];
-        mbarrier_arrive(&tile_empty[k & 1]);
+        __syncwarp();  // the warp's reads, then its lane 0's arrival
+        if ((tid & 31) == 0) mbarrier_arrive(&tile_empty[k & 1]);
       } else {
         t = walk.nth(k, edge_last);
       }
