@@ -47,13 +47,14 @@
 //     active cycles 225k to 319k of 324k in the static walk), so a static walk waits for the
 //     slowest. The producer thread fetches its next tile (atomicAdd, one fetch ahead: the next index
 //     is fetched while this tile's copies are issued) and hands its index to the consumers through
-//     two slots (`tile_slot`) with mbarriers of their own: TILE_FULL (the producer's arrival after
-//     writing the slot) and TILE_EMPTY (each consumer warp's arrival after its threads read it), the
-//     ordering racecheck verifies (an index passed in the ring stage, whose FULL phase the copy
-//     engine completes, was reported as hazards); an index past the last tile ends the walk. The
-//     last block to finish resets the counters (`tiles[0]`:
-//     tiles taken, `tiles[1]`: blocks done) to zero for the next launch (cugemm.workspace: a buffer
-//     per stream). Otherwise the tile shapes, clusters, epilogue and the forms A_COL / B_COL /
+//     two slots (`tile_slot`) with mbarriers of their own: TILE_FULL (the producer arrives after
+//     writing a slot) and TILE_EMPTY (lane 0 of each consumer warp reads the slot, arrives, and
+//     passes the index to its warp by a shuffle: only arriving threads read the slot), the ordering
+//     racecheck verifies (an index passed in the ring stage, whose FULL phase the copy engine
+//     completes, or read by every lane after a __syncwarp, was reported as hazards); an index past
+//     the last tile ends the walk. The last block to finish resets the counters (`tiles[0]`: tiles
+//     taken, `tiles[1]`: blocks done) to zero for the next launch (cugemm.workspace: a buffer per
+//     stream). Otherwise the tile shapes, clusters, epilogue and the forms A_COL / B_COL /
 //     NARROW_EDGE are the 2-D kernel's.
 //   PDL (every form): the producer thread waits in griddepcontrol.wait before its first load; no
 //     other role touches global memory before data it loaded.
@@ -329,12 +330,14 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     int box_flip = 0;  // an odd PANELS (BN = 192) starts every other tile on the second staging box
     int box_next = 0;  // EPI_BOXES > 2: the box of the slab's first panel (panels take the boxes in turn)
     for (int k = 0;; ++k) {
-      int t;
-      if constexpr (DYNAMIC) {  // the tile the producer fetched
-        mbarrier_wait(&tile_full[k & 1], (k >> 1) & 1);
-        t = tile_slot[k & 1];
-        __syncwarp();  // the warp's reads, then its lane 0's arrival
-        if ((tid & 31) == 0) mbarrier_arrive(&tile_empty[k & 1]);
+      int t = 0;
+      if constexpr (DYNAMIC) {  // the tile the producer fetched: lane 0 of each warp reads it
+        if ((tid & 31) == 0) {
+          mbarrier_wait(&tile_full[k & 1], (k >> 1) & 1);
+          t = tile_slot[k & 1];
+          mbarrier_arrive(&tile_empty[k & 1]);  // after its own read: no other thread reads the slot
+        }
+        t = __shfl_sync(0xffffffffu, t, 0);
       } else {
         t = walk.nth(k, edge_last);
       }
