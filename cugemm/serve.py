@@ -313,12 +313,7 @@ def ready_for(A, B, C, allow_tf32: bool, variant, dev: int, lib, verbose=False) 
     r = _READY.get(key)
     if r is not None:
         return r
-    if lib.capturing(lib.stream(dev)):
-        raise CaptureError(
-            f"cugemm.matmul: this {A.shape[0]}x{B.shape[1]}x{A.shape[1]} {A.dtype.name} product (these "
-            "shapes, strides and alignment) has not run on this device before, and planning it (kernel "
-            "compilation and loading, tensor-map encoding) cannot happen inside a CUDA-graph capture; "
-            "run it once eagerly before capturing. Nothing was enqueued.")
+    _not_capturing(lib, dev, f"{A.shape[0]}x{B.shape[1]}x{A.shape[1]} {A.dtype.name}")
     if variant is None and AUTOTUNE is not None and os.environ.get("CUGEMM_AUTOTUNE", "") not in ("", "0"):
         AUTOTUNE(problem_of(A, B, C, allow_tf32, dev), dev)  # times the bucket's plans once, then reloads
     choice = choose(A, B, C, allow_tf32, variant, dev)
@@ -328,7 +323,22 @@ def ready_for(A, B, C, allow_tf32: bool, variant, dev: int, lib, verbose=False) 
     v = plan.variant
     if not plan.copies:  # a plan reading the operands in place: every rule of the launch, checked once
         launch.check_operands(v, A, B, C)
-    r = Ready(plan, A, B, C, dev)
+    return _file(key, Ready(plan, A, B, C, dev))
+
+
+def _not_capturing(lib, dev: int, what: str) -> None:
+    """CaptureError, before anything is enqueued, when the caller's stream is capturing a CUDA graph:
+    planning a problem never run before (kernel compilation and loading, tensor-map encoding) cannot
+    happen inside a capture."""
+    if lib.capturing(lib.stream(dev)):
+        raise CaptureError(
+            f"cugemm.matmul: this {what} product (these shapes, strides and alignment) has not run on this "
+            "device before, and planning it (kernel compilation and loading, tensor-map encoding) cannot "
+            "happen inside a CUDA-graph capture; run it once eagerly before capturing. Nothing was enqueued.")
+
+
+def _file(key, r):
+    """r filed in the plan cache under `key` (the cache emptied first when full); returns r."""
     with _lock:
         if len(_READY) >= MAX_PLANS:
             _READY.clear()
@@ -617,22 +627,13 @@ def _batched_ready(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, variant, 
     r = _READY.get(key)
     if r is not None:
         return r
-    if lib.capturing(lib.stream(dev)):
-        raise CaptureError(
-            f"cugemm.matmul: this batched {M}x{N}x{K} {A.dtype.name} product (these shapes, strides and "
-            "alignment) has not run on this device before, and planning it cannot happen inside a CUDA-graph "
-            "capture; run it once eagerly before capturing. Nothing was enqueued.")
+    _not_capturing(lib, dev, f"batched {M}x{N}x{K} {A.dtype.name}")
     r = batched.plan_batched(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, dev, measured(dev), variant)
     if r is None:
         return None
     if _verbose(verbose):
         print(r.choice, file=sys.stderr)
-    with _lock:
-        if len(_READY) >= MAX_PLANS:
-            _READY.clear()
-            _SHAPES.clear()
-        _READY[key] = r
-    return r
+    return _file(key, r)
 
 
 def pieces(M: int, N: int, K: int) -> tuple[int, int, int]:

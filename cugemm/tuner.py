@@ -128,19 +128,7 @@ def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = 
                 row.update(status="error", detail=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
                 rows.append(row)
                 continue
-        kept = settled({n: r[1] for n, r in timed_rows.items()}, lambda n: runs[n]())
-        for name, (row, first, err) in timed_rows.items():
-            if name not in kept:
-                row.update(status="error", detail=f"timed while the GPU was slowed (cupy.matmul {first[1]:.1f} us)")
-                rows.append(row)
-                continue
-            us, base_us = kept[name]
-            rec["us"][name] = us
-            rec["baseline_us"] = min(base_us, rec.get("baseline_us", base_us))
-            row.update(status="ok", us=us, baseline_us=base_us, pct=100.0 * base_us / us, rel_err=err)
-            rows.append(row)
-            if log is not None:
-                log(row)
+        _settle(timed_rows, runs, rec, rows, log)
         if rec["us"]:
             entries[tuning.bucket_key(tuning.problem_group(p), M, N, K)] = rec
     _write(entries, device, path, ship)
@@ -205,23 +193,31 @@ def tune_batched(cases, dtype="float16", *, layouts=("row", "row"), variants=Non
 
             runs[name] = pair
             timed_rows[name] = (row, pair(), err)
-        kept = settled({n: x[1] for n, x in timed_rows.items()}, lambda n: runs[n]())
-        for name, (row, first, err) in timed_rows.items():
-            if name not in kept:
-                row.update(status="error", detail=f"timed while the GPU was slowed (cupy.matmul {first[1]:.1f} us)")
-                rows.append(row)
-                continue
-            us, base_us = kept[name]
-            rec["us"][name] = us
-            rec["baseline_us"] = min(base_us, rec.get("baseline_us", base_us))
-            row.update(status="ok", us=us, baseline_us=base_us, pct=100.0 * base_us / us, rel_err=err)
-            rows.append(row)
-            if log is not None:
-                log(row)
+        _settle(timed_rows, runs, rec, rows, log)
         if rec["us"]:
             entries[tuning.bucket_key(tuning.problem_group(p), p.M, N, K)] = rec
     _write(entries, device, path, ship)
     return rows
+
+
+def _settle(timed_rows: dict, runs: dict, rec: dict, rows: list, log) -> None:
+    """The pairs of one shape settled (settled(): re-timed while the GPU looked slowed, dropped if it
+    stays so), each kept plan's time and the smallest baseline recorded in `rec`, every row (kept or
+    not) appended to `rows` and the kept ones logged. timed_rows: name -> (row, (us, baseline_us),
+    rel_err); runs: name -> the callable timing its pair again."""
+    kept = settled({n: x[1] for n, x in timed_rows.items()}, lambda n: runs[n]())
+    for name, (row, first, err) in timed_rows.items():
+        if name not in kept:
+            row.update(status="error", detail=f"timed while the GPU was slowed (cupy.matmul {first[1]:.1f} us)")
+            rows.append(row)
+            continue
+        us, base_us = kept[name]
+        rec["us"][name] = us
+        rec["baseline_us"] = min(base_us, rec.get("baseline_us", base_us))
+        row.update(status="ok", us=us, baseline_us=base_us, pct=100.0 * base_us / us, rel_err=err)
+        rows.append(row)
+        if log is not None:
+            log(row)
 
 
 def _write(entries: dict, device, path, ship: bool) -> None:
