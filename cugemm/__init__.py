@@ -38,10 +38,12 @@ def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: b
 
     a, b        float32, float16 or bfloat16 GPU arrays of one type: CuPy arrays, torch tensors,
                 objects with __cuda_array_interface__ or __dlpack__; 1-D, 2-D or batched (N-D,
-                batch dimensions broadcast)
+                batch dimensions broadcast; an fp16 / bf16 batch runs in one launch on Hopper:
+                cugemm/batched.py)
     out         optional result array (CuPy or torch) of the product's shape and type
     variant     run this variant (a name or alias) instead of choosing; copies are still made
                 where it needs them, and ValueError says why when it cannot compute the product
+                (a batch that does not fold into one 2-D product takes a batched form, `*_batched*`)
     allow_tf32  float32 only: TF32 tensor-core variants may be chosen (about 3e-4 relative error)
     verbose     print the choice and the reasons (also: environment CUGEMM_EXPLAIN=1) the first
                 time each problem is planned
