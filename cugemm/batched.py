@@ -42,7 +42,7 @@ from .prepared import BASES, COUNTERS, PARTIALS, Prepared, sentinel
 from .registry import get_variant
 from .registry import variants as _variants
 
-TILE_M = 128     # the batched forms' tile height (select's twin problem stacks M rounded up to it)
+TILE_M = 128     # the batched problem stacks each product's M rounded up to this (most forms' tile height)
 LINE_ALIGN = 16  # bytes: the maps' lines, matrix strides and pointers
 
 

@@ -1,0 +1,86 @@
+"""cugemm.batched without a GPU: the batch windows, which operands are read in place or copied,
+the kernel's records and batch arguments, the ranking among the batched forms."""
+import pytest
+
+from cugemm import batched, operand, serve, tuning
+from cugemm.device import Device
+from cugemm.tma_args import maps_persistent
+
+H100 = Device(90, 132, 232448, "NVIDIA H100 80GB HBM3")
+
+
+@pytest.mark.parametrize("batch,strides,want", [
+    ((64,), (8192,), (1, 64, 8192)),              # a plain batch
+    ((64,), (0,), (1, 1, 0)),                     # one matrix for every product
+    ((8, 16), (16 * 512, 512), (1, 128, 512)),    # two dimensions that merge
+    ((8, 16), (0, 512), (1, 16, 512)),            # (1, 16) against (8, 16): varies fastest
+    ((8, 16), (512, 0), (16, 8, 512)),            # (8, 1) against (8, 16): read 16 times in a row
+    ((2, 3, 4), (0, 4 * 512, 512), (1, 12, 512)),
+    ((2, 3, 4), (3 * 512, 0, 512), None),         # varies in dims 0 and 2, broadcast in 1: copied
+    ((8, 16), (512, 512), None),                  # not one stride
+    ((1, 16), (999, 512), (1, 16, 512)),          # dimensions of one ignored
+])
+def test_window(batch, strides, want):
+    assert batched.window(batch, strides) == want
+
+
+class _Fake:
+    def __init__(self, shape, strides, ptr, typestr="<f2"):
+        self.__cuda_array_interface__ = dict(shape=shape, typestr=typestr, strides=strides, data=(ptr, False),
+                                             version=3)
+
+
+def _dense(shape, size=2):
+    return operand.dense_strides(shape, size, "C")
+
+
+def _decide(a_shape, b_shape, a_strides=None, b_strides=None, b_col=False, ptr_a=1 << 40, info=H100):
+    if b_col:  # a transposed view of a dense (..., N, K)
+        *lead, K, N = b_shape
+        s = _dense(tuple(lead) + (N, K))
+        b_strides = tuple(s[:-2]) + (s[-1], s[-2])
+    A = serve._record(_Fake(a_shape, a_strides or _dense(a_shape), ptr_a), "A")
+    B = serve._record(_Fake(b_shape, b_strides or _dense(b_shape), 1 << 41), "B")
+    batch, M, K, N, _, _ = serve.result_shape(A.shape, B.shape)
+    c_strides = _dense(batch + (M, N))
+    O = operand.Operand(batch + (M, N), A.dtype, "<f2", c_strides, 1 << 42, False, True, False)
+    a_b, b_b, c_b, A2, B2, C2 = serve._split(A, B, O, batch, M, N)
+    meas = tuning.Measured(tuning.load_shipped(H100.name))
+    return batched.decide(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, info, meas), (M, N, K)
+
+
+def test_in_place_batches_and_their_arguments(fake_encode):
+    (choice, flags, recs, shapes), (M, N, K) = _decide((8, 16, 512, 64), (16, 64, 512))
+    assert flags == (False, False, False) and shapes == (None, None, None)
+    v = choice.plan.variant
+    assert v.param_dict["BATCHED"] and "one launch" in choice.plan.note
+    args = maps_persistent(v, *recs, M, N, K)
+    assert [int(x) for x in args[3:]] == [128, 1, 128, 1, 16]  # 128 products; A: z; B: z % 16
+    assert [m.spec.depth for m in args[:3]] == [128, 16, 128]
+
+
+def test_a_transposed_b_takes_the_bcol_forms(fake_encode):
+    (choice, flags, recs, _), _ = _decide((32, 1024, 128), (32, 128, 1024), b_col=True)
+    assert flags == (False, False, False) and choice.plan.variant.b_layout == "col"
+    assert all(q.variant.b_layout == "col" and q.variant.param_dict["BATCHED"] for q in choice.ranked)
+
+
+def test_what_cannot_be_read_in_place_is_copied(fake_encode):
+    # K and N not multiples of 8: A, B and C copied into batches of 16-byte lines
+    (choice, flags, recs, shapes), _ = _decide((4, 100, 61), (4, 61, 77))
+    assert flags == (True, True, True)
+    assert shapes == ((4, 100, 64), (4, 61, 80), (4, 100, 80))
+    # a 2-byte-aligned A: copied; B broadcast over a dimension between two it varies in: copied whole
+    (_, flags, _, _), _ = _decide((3, 128, 64), (3, 64, 96), ptr_a=(1 << 40) + 2)
+    assert flags == (True, False, False)
+    (_, flags, _, shapes), _ = _decide((2, 3, 4, 96, 64), (2, 1, 4, 64, 64))
+    assert flags == (False, True, False) and shapes[1] == (24, 64, 64)
+
+
+def test_float32_and_older_gpus_have_no_batched_form():
+    A = serve._record(_Fake((4, 64, 64), _dense((4, 64, 64), 4), 1 << 40, "<f4"), "A")
+    assert batched.decide(A, A, A, (4,), 64, 64, 64, (0,), (0,), (0,), A, A, A, H100, None) is None
+    (d, _) = _decide((4, 64, 64), (4, 64, 64))
+    assert d is not None
+    (d, _) = _decide((4, 64, 64), (4, 64, 64), info=Device(80, 108, 166912, "NVIDIA A100"))
+    assert d is None
