@@ -39,12 +39,14 @@ def _decide(a_shape, b_shape, a_strides=None, b_strides=None, b_col=False, ptr_a
         *lead, K, N = b_shape
         s = _dense(tuple(lead) + (N, K))
         b_strides = tuple(s[:-2]) + (s[-1], s[-2])
-    A = serve._record(_Fake(a_shape, a_strides or _dense(a_shape), ptr_a), "A")
-    B = serve._record(_Fake(b_shape, b_strides or _dense(b_shape), 1 << 41), "B")
+    A = operand.describe(_Fake(a_shape, a_strides or _dense(a_shape), ptr_a), "A", "test")
+    B = operand.describe(_Fake(b_shape, b_strides or _dense(b_shape), 1 << 41), "B", "test")
     batch, M, K, N, _, _ = serve.result_shape(A.shape, B.shape)
     c_strides = _dense(batch + (M, N))
     O = operand.Operand(batch + (M, N), A.dtype, "<f2", c_strides, 1 << 42, False, True, False)
-    a_b, b_b, c_b, A2, B2, C2 = serve._split(A, B, O, batch, M, N)
+    (a_b, a2s, a2st), (b_b, b2s, b2st) = serve.expand(A, batch, True), serve.expand(B, batch, False)
+    A2, B2 = A._replace(shape=a2s, strides=a2st), B._replace(shape=b2s, strides=b2st)
+    c_b, C2 = c_strides[:len(batch)], O._replace(shape=(M, N), strides=c_strides[-2:])
     meas = tuning.Measured(tuning.load_shipped(H100.name))
     return batched.decide(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, info, meas), (M, N, K)
 
@@ -78,7 +80,7 @@ def test_what_cannot_be_read_in_place_is_copied(fake_encode):
 
 
 def test_float32_and_older_gpus_have_no_batched_form():
-    A = serve._record(_Fake((4, 64, 64), _dense((4, 64, 64), 4), 1 << 40, "<f4"), "A")
+    A = operand.describe(_Fake((4, 64, 64), _dense((4, 64, 64), 4), 1 << 40, "<f4"), "A", "test")
     assert batched.decide(A, A, A, (4,), 64, 64, 64, (0,), (0,), (0,), A, A, A, H100, None) is None
     (d, _) = _decide((4, 64, 64), (4, 64, 64))
     assert d is not None
