@@ -41,6 +41,7 @@ from .prepared import C as _C
 from .prepared import BASES, COUNTERS, PARTIALS, Prepared, sentinel
 from .registry import get_variant
 from .registry import variants as _variants
+from .relayout import int_view
 
 TILE_M = 128     # the batched problem stacks each product's M rounded up to this (most forms' tile height)
 LINE_ALIGN = 16  # bytes: the maps' lines, matrix strides and pointers
@@ -103,10 +104,11 @@ def choose(count: int, M: int, N: int, K: int, dtype, a_layout: str, b_layout: s
     p = problem(count, M, N, K, dtype, a_layout, b_layout, dev)
     names = forms(dtype, a_layout, b_layout)  # (select would also plan copies into other layouts)
     if variant is not None:
-        if get_variant(variant).name not in names:
-            raise ValueError(f"cugemm.matmul: {get_variant(variant).name} is not a batched form for {dtype.name} "
-                             f"with A {a_layout}-major and B {b_layout}-major; batched forms: {', '.join(names)}")
-        names = [get_variant(variant).name]
+        name = get_variant(variant).name
+        if name not in names:
+            raise ValueError(f"cugemm.matmul: {name} is not a batched form for {dtype.name} with A "
+                             f"{a_layout}-major and B {b_layout}-major; batched forms: {', '.join(names)}")
+        names = [name]
     choice = select.select(p, measured, names)
     if choice.plan is not None:
         choice.plan.note = (f"batched: {count} products of {M}x{N}x{K} in one launch, ranked as the "
@@ -153,11 +155,9 @@ class BatchedReady:
         if self.direct:
             self.gemm.launch((a_ptr, b_ptr, c_ptr), stream)
             return
-        if self.fast:
-            held = workspace.lookup(lib.kind, self.dev, stream, self.need)
-            if held is not None:
-                self.gemm.launch((a_ptr, b_ptr, c_ptr, 0, held.partials, held.counters), stream)
-                return
+        if self.fast and workspace.launch_held(self.gemm, lib.kind, self.dev, stream, self.need,
+                                               (a_ptr, b_ptr, c_ptr)):
+            return
         self.run(lib, stream, a_ptr, b_ptr, c_ptr, a, b, out)
 
     def run(self, lib, stream: int, a_ptr: int, b_ptr: int, c_ptr: int, a=None, b=None, out=None) -> None:
@@ -186,10 +186,7 @@ class BatchedReady:
             if lib.kind == "torch":
                 out.copy_(tmp[:, :, :N].reshape(final))
             else:
-                import cupy
-
-                bits = cupy.uint16 if out.dtype.itemsize == 2 else cupy.uint32
-                out.view(bits)[...] = tmp.view(bits)[:, :, :N].reshape(final)
+                int_view(out)[...] = int_view(tmp)[:, :, :N].reshape(final)
 
 
 def decide(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, info, measured,
@@ -269,8 +266,7 @@ def _dense_copy(lib, x, lead: tuple, rows: int, cols: int, n: int, ld: int, is_a
     t = cupy.broadcast_to(t, tuple(lead) + (rows, cols))
     t = t[(0,) * len(lead)][None] if n == 1 else t.reshape(n, rows, cols)
     buf = lib.empty((n, rows, ld), t)
-    bits = cupy.uint16 if t.dtype.itemsize == 2 else cupy.uint32
-    buf.view(bits)[:, :, :cols] = t.view(bits)
+    int_view(buf)[:, :, :cols] = int_view(t)
     return buf
 
 

@@ -182,7 +182,7 @@ class CopyStage:
         return buf[:, :cols] if layout == "row" else buf[:, :rows].T
 
 
-def _int_view(x):
+def int_view(x):
     """The same memory as unsigned integers (copies and fills of bfloat16 then need no bf16 math)."""
     import cupy
 
@@ -194,10 +194,10 @@ def copy_padded_cupy(x, view) -> None:
     r, c = x.shape
     rows, cols = view.shape
     if rows > r:
-        _int_view(view[r:, :]).fill(0)
+        int_view(view[r:, :]).fill(0)
     if cols > c:
-        _int_view(view[:r, c:]).fill(0)
-    _int_view(view[:r, :c])[...] = _int_view(x)
+        int_view(view[:r, c:]).fill(0)
+    int_view(view[:r, :c])[...] = int_view(x)
 
 
 def copy_padded_torch(x, view) -> None:

@@ -268,11 +268,9 @@ class Ready:
         if self.direct:
             self.gemm.launch((a_ptr, b_ptr, c_ptr), stream)
             return
-        if self.stage is None:
-            work = workspace.lookup(lib.kind, self.dev, stream, self.need)
-            if work is not None:
-                self.gemm.launch((a_ptr, b_ptr, c_ptr, 0, work.partials, work.counters), stream)
-                return
+        if self.stage is None and workspace.launch_held(self.gemm, lib.kind, self.dev, stream, self.need,
+                                                        (a_ptr, b_ptr, c_ptr)):
+            return
         self.run(lib, stream, a_ptr, b_ptr, c_ptr, a, b, out)
 
     def run(self, lib, stream: int, a_ptr: int, b_ptr: int, c_ptr: int, a=None, b=None, out=None) -> None:
@@ -606,7 +604,7 @@ def _general_ready(a, b, out, allow_tf32, variant, verbose, lib):
             return out, _run2d(*folded, allow_tf32, variant, verbose, lib, dev, stream, a, b, out)
         r = _batched_ready(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, variant, verbose, dev, lib)
         if r is not None:  # the whole batch in one launch (cugemm.batched)
-            r.run(lib, stream, A.ptr, B.ptr, O.ptr, a, b, out)
+            r.serve(lib, stream, A.ptr, B.ptr, O.ptr, a, b, out)
             return out, r
         else:  # a product of no batched form (float32, a GPU before sm_90, a named 2-D variant)
             for idx in np.ndindex(*batch):

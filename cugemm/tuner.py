@@ -116,12 +116,8 @@ def tune(shapes, dtype="float16", *, layouts=("row", "row"), allow_tf32: bool = 
                     rows.append(row)
                     continue
                 base_out = cupy.empty((M, N), dtype=a.dtype)
-
-                def pair(plan=plan, out=out, base_out=base_out):
-                    t, tb = timer.measure_pair(lambda: serve.execute(plan, a, b, out),
-                                               lambda: cupy.matmul(a, b, out=base_out))
-                    return 1e3 * t["median"], 1e3 * tb["median"]
-
+                pair = _pair(timer, lambda plan=plan, out=out: serve.execute(plan, a, b, out),
+                             lambda base_out=base_out: cupy.matmul(a, b, out=base_out))
                 runs[name] = pair
                 timed_rows[name] = (row, pair(), err)
             except Exception as e:  # a plan that cannot run here is reported, not recorded
@@ -185,12 +181,8 @@ def tune_batched(cases, dtype="float16", *, layouts=("row", "row"), variants=Non
             # cupy.matmul multiplies no bfloat16 batch: the baseline multiplies the same bits as float16
             base_a, base_b = a.view(cupy.float16), b.view(cupy.float16)
             base_out = cupy.empty((count, M, N), dtype=cupy.float16)
-
-            def pair(r=r, out=out, base_out=base_out):
-                t, tb = timer.measure_pair(lambda: serve.execute_batched(r, a, b, out),
-                                           lambda: cupy.matmul(base_a, base_b, out=base_out))
-                return 1e3 * t["median"], 1e3 * tb["median"]
-
+            pair = _pair(timer, lambda r=r, out=out: serve.execute_batched(r, a, b, out),
+                         lambda base_out=base_out: cupy.matmul(base_a, base_b, out=base_out))
             runs[name] = pair
             timed_rows[name] = (row, pair(), err)
         _settle(timed_rows, runs, rec, rows, log)
@@ -198,6 +190,16 @@ def tune_batched(cases, dtype="float16", *, layouts=("row", "row"), variants=Non
             entries[tuning.bucket_key(tuning.problem_group(p), p.M, N, K)] = rec
     _write(entries, device, path, ship)
     return rows
+
+
+def _pair(timer, run, base):
+    """A callable timing `run` against the baseline `base` (the bench's Timer.measure_pair,
+    alternating): (median us, baseline median us)."""
+    def pair():
+        t, tb = timer.measure_pair(run, base)
+        return 1e3 * t["median"], 1e3 * tb["median"]
+
+    return pair
 
 
 def _settle(timed_rows: dict, runs: dict, rec: dict, rows: list, log) -> None:

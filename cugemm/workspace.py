@@ -109,6 +109,17 @@ def for_launch(lib, device: int, stream: int, need: Need, keep: list) -> Work:
     return work
 
 
+def launch_held(gemm, kind: str, device: int, stream: int, need: Need, ptrs) -> bool:
+    """Launch the prepared `gemm` (cugemm.prepared; A, B, C at `ptrs`) on the buffer `stream` holds
+    for `need`, the serving paths' one launch; False, launching nothing, when it holds none big
+    enough (the caller then goes the long way, for_launch)."""
+    work = lookup(kind, device, stream, need)
+    if work is None:
+        return False
+    gemm.launch((*ptrs, 0, work.partials, work.counters), stream)
+    return True
+
+
 def held_buffer(kind: str, device: int, stream: int):
     """(owner, Need) of the buffer held for that stream, or None (for tests and diagnostics)."""
     hit = _HELD.get((kind, device, stream))
