@@ -28,7 +28,7 @@ from . import registry as _registry
 from .registry import get_variant, variants
 from .variant import Variant
 
-__all__ = ["matmul", "explain", "tune", "run", "variants", "get_variant", "compile", "compile_plan", "compile_source", "warm_cache", "Variant",
+__all__ = ["matmul", "grouped_matmul", "explain", "tune", "run", "variants", "get_variant", "compile", "compile_plan", "compile_source", "warm_cache", "Variant",
            "CompileError", "CompileReport", "float32", "tfloat32", "float16", "bfloat16"]
 from .version import __version__  # noqa: E402
 
@@ -52,6 +52,34 @@ def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: b
     torch.compile traces the call as the op torch.ops.cugemm.matmul (cugemm/torch_op.py).
     """
     return _serve.dispatch(a, b, out, variant, allow_tf32, verbose, _torch_op)
+
+
+def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None):
+    """Grouped GEMM in one launch (a mixture-of-experts layer): C[rows of g] = A[rows of g] @ B[g].
+
+    a           (rows, K) with `offsets` (G,): group g is rows offsets[g - 1] .. offsets[g] - 1
+                (torch._grouped_mm's contiguous layout; rows past offsets[G - 1] are not written);
+                or (G, max_m, K) with `counts` (G,): group g is its first counts[g] rows (the masked
+                layout; the rest of its rows are not written)
+    b           (G, K, N), row-major matrices, or the (G, N, K) expert weights' transposed view
+    offsets, counts  int32 (int64 is converted) on the GPU: never read on the host, so the call
+                does not sync and is CUDA-graph capturable; out-of-order or out-of-range values are
+                clamped (cugemm/grouped.py), never written outside the result
+    out         optional C-contiguous result, (rows, N) or (G, max_m, N)
+    variant     a grouped form (`*_grouped*`) to run instead of the chosen one
+    fp16 / bf16, CuPy arrays or torch CUDA tensors, on sm_90 (H100, H200). torch.compile traces it
+    as torch.ops.cugemm.grouped_matmul; it has no backward (NotImplementedError under autograd).
+    """
+    from . import grouped
+
+    return grouped.grouped_matmul(a, b, offsets, out, counts=counts, variant=variant, op=_grouped_op)
+
+
+def _grouped_op(a, b, ends, masked):
+    """torch.ops.cugemm.grouped_matmul (registered on first use): what torch.compile traces."""
+    from . import torch_op
+
+    return torch_op.grouped_matmul(a, b, ends, masked)
 
 
 _serve.AUTOTUNE = _tuner.autotune  # CUGEMM_AUTOTUNE=1: a new shape bucket is timed on its first use

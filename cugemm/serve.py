@@ -167,6 +167,12 @@ class _TorchLib:
         return torch.cuda.is_current_stream_capturing()
 
 
+def library(kind: str):
+    """The caller's array library record ('torch' or 'cupy'): allocation, current stream, capture
+    test, zeroed buffers (what cugemm.grouped and cugemm.workspace use)."""
+    return _TorchLib if kind == "torch" else _CupyLib
+
+
 def _cupy():
     try:
         import cupy

@@ -8,6 +8,8 @@ made and read through their bits, so nothing here needs CuPy's own bfloat16 arit
 """
 from __future__ import annotations
 
+import numpy as np
+
 from . import dtypes
 
 # NaN bit patterns of the 16-bit types
@@ -106,3 +108,50 @@ def run_guarded(v, a, b, guard: int = 64):
     g = guard * v.dt_out.itemsize
     raw = buf.view(cupy.uint8)
     return out, bool((raw[:g] == before[:g]).all()) and bool((raw[-g:] == before[-g:]).all())
+
+
+def grouped_rows(ends, rows: int, masked_m: int = 0) -> list[tuple[int, int]]:
+    """The rows (start, stop) of each group as the grouped kernel reads `ends` (host ints): the
+    contiguous layout's offsets clamped to [the previous end, rows] (masked_m 0), or the masked
+    layout's counts clamped to [0, masked_m], group g starting at g * masked_m."""
+    out, before = [], 0
+    for g, e in enumerate(ends):
+        e = int(e)
+        if masked_m:
+            out.append((g * masked_m, g * masked_m + min(max(e, 0), masked_m)))
+        else:
+            end = min(max(e, before), rows)
+            out.append((before, end))
+            before = end
+    return out
+
+
+def grouped_case(dtype, sizes, N: int, K: int, b_layout: str = "row", masked_m: int = 0, rows: int | None = None,
+                 ends=None):
+    """A grouped product's CuPy operands: (A, B, ends, float64 reference of the written rows, mask of
+    the rows written). Groups of `sizes` rows; A (sum(sizes) or `rows`, K) with offsets (contiguous),
+    or (G, masked_m, K) with counts (masked_m > 0); B (G, K, N), row-major or (b_layout 'col') the
+    transposed view of a (G, N, K) array; `ends`: int32 values to pass instead of the sizes' (the
+    reference follows grouped_rows' clamping). B is scaled by 1 / sqrt(K)."""
+    import cupy
+
+    G = len(sizes)
+    if ends is None:
+        ends = [min(int(s), masked_m) for s in sizes] if masked_m else list(np.cumsum(sizes))
+    total = G * masked_m if masked_m else (rows if rows is not None else int(sum(sizes)))
+    a32 = cupy.random.standard_normal((total, K), dtype=cupy.float32)
+    a = cast(a32, dtype)
+    if b_layout == "col":
+        b = cast(cupy.random.standard_normal((G, N, K), dtype=cupy.float32) / np.sqrt(K), dtype).transpose(0, 2, 1)
+    else:
+        b = cast(cupy.random.standard_normal((G, K, N), dtype=cupy.float32) / np.sqrt(K), dtype)
+    a64, b64 = to_float64(a), to_float64(b)
+    ref = cupy.full((total, N), cupy.nan, dtype=cupy.float64)
+    written = cupy.zeros(total, dtype=bool)
+    for g, (r0, r1) in enumerate(grouped_rows(ends, total, masked_m)):
+        if r1 > r0:
+            ref[r0:r1] = a64[r0:r1] @ b64[g]
+            written[r0:r1] = True
+    if masked_m:
+        a = a.reshape(G, masked_m, K)
+    return a, b, cupy.asarray(np.asarray(ends, dtype=np.int32)), ref, written

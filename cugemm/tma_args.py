@@ -114,18 +114,25 @@ def maps_persistent(v, A, B, C, M, N, K):
     64}, what a consumer's staging box holds) or, for ANY_C, C's row stride in elements; then the
     batch: (products, A's div and mod, B's div and mod), all 1 but for the BATCHED form, whose maps
     are 3-D over the operand records' batches (batch_of: C's count is the launch's; product z
-    reads A's matrix z // div % mod, B's likewise)."""
+    reads A's matrix z // div % mod, B's likewise). The GROUPED forms (cugemm.grouped): A and C 2-D
+    (the groups' rows stacked), B 3-D over the groups (batch_of(B): one matrix per group, or one
+    for a 2-D B: a launch of one group), the batch (groups, 1, 1, 1, groups)."""
     size = v.dt_in.itemsize
     batched = bool(v.param_dict.get("BATCHED"))
+    grouped = bool(v.param_dict.get("GROUPED"))
+    maps_3d = batched and not grouped  # A's and C's maps
     if v.a_layout == "col":
-        ma = _map(A, v.dtype_in, K, M, row_stride(A, M, size, "col"), (64, BK), batched)
+        ma = _map(A, v.dtype_in, K, M, row_stride(A, M, size, "col"), (64, BK), maps_3d)
     else:
-        ma = map_a(v, A, M, K, v.tile[0], batched)
+        ma = map_a(v, A, M, K, v.tile[0], maps_3d)
     bn = v.param_dict["BN"]
     # a fitted width (BN not a multiple of 64, 'col' B): each block of a cluster copies BN / CLUSTER_M n rows
     mb = map_b(v, B, K, N, bn // v.cluster[0] if bn % 64 else 64, batched)
     batch = (np.int32(1),) * 5
-    if batched:
+    if grouped:
+        groups = np.int32(batch_of(B)[0])
+        batch = (groups, np.int32(1), np.int32(1), np.int32(1), groups)
+    elif batched:
         count, _, c_div = batch_of(C)
         windows = []
         for what, op in (("A", A), ("B", B)):
@@ -138,7 +145,7 @@ def maps_persistent(v, A, B, C, M, N, K):
     if v.param_dict.get("ANY_C"):
         osize = v.dt_out.itemsize
         return ma, mb, np.int32(row_stride(C, N, osize) // osize if M > 1 else N), *batch
-    return ma, mb, map_c(v, C, M, N, (64, 64), batched), *batch
+    return ma, mb, map_c(v, C, M, N, (64, 64), maps_3d), *batch
 
 
 def maps_bt(v, A, B, C, M, N, K):
@@ -183,8 +190,10 @@ ab_args = cached_args(maps_ab)  # the args_fn of maps_ab, one cache for every ke
 _persistent_maps = cached_args(maps_persistent)
 
 
-def persistent_args(v, A, B, C, M, N, K, raw=False, work=None, dev=None):
+def persistent_args(v, A, B, C, M, N, K, raw=False, work=None, dev=None, groups=(0, 0)):
     """The persistent rungs' arguments: maps_persistent's (cached), then the address of the dynamic
     walk's two counters (the batched forms without clusters: work.counters, cugemm.workspace; 0 for
-    every other form, whose walk is static)."""
-    return _persistent_maps(v, A, B, C, M, N, K, raw=raw) + (np.uint64(work.counters if work is not None else 0),)
+    every other form, whose walk is static), then `groups`: the GROUPED forms' (address of the
+    groups' ends, masked_m) (cugemm.grouped; (0, 0): one group of all M rows, as cugemm.run runs one)."""
+    return _persistent_maps(v, A, B, C, M, N, K, raw=raw) + (
+        np.uint64(work.counters if work is not None else 0), np.uint64(groups[0]), np.int32(groups[1]))

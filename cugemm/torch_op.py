@@ -10,6 +10,10 @@ kernel (cugemm.serve.torch_matmul on torch's current stream), a fake implementat
 errors only: torch.compile, export, meta tensors) and an autograd formula whose two products are
 this operator again (so the backward pass runs cugemm too, and double backward works).
 
+`cugemm::grouped_matmul(Tensor a, Tensor b, Tensor ends, bool masked=False) -> Tensor` is
+cugemm.grouped_matmul (cugemm.grouped) for torch.compile: CUDA kernel and fake implementation, no
+autograd formula.
+
 Eager calls of cugemm.matmul on torch tensors do not come here: serve.dispatch reads the tensors'
 pointers directly. It sends a product here only when autograd must record it (grad enabled and an
 operand requires grad) or when torch.compile traces it (torch.compiler.is_compiling()). So this
@@ -43,10 +47,15 @@ from . import serve
 
 QUALNAME = "cugemm::matmul"
 SCHEMA = "matmul(Tensor a, Tensor b, bool allow_tf32=False) -> Tensor"
+# cugemm.grouped_matmul as an operator (what torch.compile traces): `ends` are the offsets (masked
+# False: A (rows, K)) or the counts (masked True: A (G, max_m, K)); no autograd formula
+GROUPED_QUALNAME = "cugemm::grouped_matmul"
+GROUPED_SCHEMA = "grouped_matmul(Tensor a, Tensor b, Tensor ends, bool masked=False) -> Tensor"
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 _LIB = globals().get("_LIB")            # the Library holding the registrations (survives reload)
 _OP = globals().get("_OP")              # torch.ops.cugemm.matmul.default once registered
+_GROUPED_OP = globals().get("_GROUPED_OP")  # torch.ops.cugemm.grouped_matmul.default once registered
 _LOCK = globals().get("_LOCK") or threading.Lock()
 
 
@@ -81,6 +90,21 @@ def _fake(a, b, allow_tf32=False):
 # ---- the CUDA kernel --------------------------------------------------------------------------------
 def _cuda(a, b, allow_tf32=False):
     return serve.torch_matmul(a, b, allow_tf32=allow_tf32)
+
+
+def _grouped_fake(a, b, ends, masked=False):
+    """The grouped result's shape: (rows, N), or (G, max_m, N) for the masked layout (cugemm.grouped
+    checks the rest when it runs)."""
+    if b.dim() != 3 or a.dim() != (3 if masked else 2):
+        raise ValueError(f"cugemm.grouped_matmul: A {tuple(a.shape)} and B {tuple(b.shape)} are not a grouped product")
+    shape = (a.shape[0], a.shape[1], b.shape[2]) if masked else (a.shape[0], b.shape[2])
+    return a.new_empty(shape)
+
+
+def _grouped_cuda(a, b, ends, masked=False):
+    from . import grouped
+
+    return grouped.grouped_matmul(a, b, None if masked else ends, counts=ends if masked else None)
 
 
 # ---- autograd -----------------------------------------------------------------------------------------
@@ -130,9 +154,9 @@ def _backward(ctx, grad):
 
 
 # ---- registration -----------------------------------------------------------------------------------
-def _defined() -> bool:
+def _defined(qualname: str = QUALNAME) -> bool:
     try:
-        torch._C._dispatch_find_schema_or_throw(QUALNAME, "")
+        torch._C._dispatch_find_schema_or_throw(qualname, "")
         return True
     except RuntimeError:
         return False
@@ -148,7 +172,7 @@ def register():
     """Define torch.ops.cugemm.matmul (CUDA kernel, fake implementation, autograd) unless this
     process already has it; returns the OpOverload. Safe to call any number of times, from any
     thread."""
-    global _LIB, _OP
+    global _LIB, _OP, _GROUPED_OP
     if _OP is not None:
         return _OP
     with _LOCK:
@@ -159,7 +183,11 @@ def register():
                 lib.impl("matmul", _cuda, "CUDA")
                 torch.library.register_fake(QUALNAME, _fake, lib=lib)
                 torch.library.register_autograd(QUALNAME, _backward, setup_context=_setup_context, lib=lib)
+                lib.define(GROUPED_SCHEMA, tags=(torch.Tag.pt2_compliant_tag,))
+                lib.impl("grouped_matmul", _grouped_cuda, "CUDA")
+                torch.library.register_fake(GROUPED_QUALNAME, _grouped_fake, lib=lib)
                 _LIB = lib
+            _GROUPED_OP = torch.ops.cugemm.grouped_matmul.default
             _OP = torch.ops.cugemm.matmul.default
     return _OP
 
@@ -169,6 +197,16 @@ def matmul(a, b, *, allow_tf32: bool = False):
     see one operator; the CUDA kernel is cugemm's."""
     op = _OP if _OP is not None else register()
     return op(a, b, allow_tf32)
+
+
+def grouped_matmul(a, b, ends, masked: bool = False):
+    """cugemm.grouped_matmul through torch.ops.cugemm.grouped_matmul (what torch.compile traces):
+    `ends` the offsets, or (masked) the counts."""
+    op = _GROUPED_OP
+    if op is None:
+        register()
+        op = torch.ops.cugemm.grouped_matmul.default
+    return op(a, b, ends, masked)
 
 
 # ---- nn.Linear -----------------------------------------------------------------------------------------

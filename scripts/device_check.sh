@@ -29,6 +29,9 @@
 #             (attention-shaped batches against torch.bmm, broadcast ones against torch.matmul), JSON
 #             to results/judge/batched.json. Name it (with `SANITIZE='*_batched*' ... sanitize batched`
 #             for the sanitizers over the batched forms)
+#   grouped   grouped products in one launch: tests/test_gpu_grouped.py, then scripts/grouped_bench.py
+#             (MoE shapes against torch._grouped_mm; GROUPED_ARGS: its options), JSON to
+#             results/judge/grouped.json. Name it (with `SANITIZE='*_grouped*' ... sanitize grouped`)
 #   eval      cugemm.matmul on the held-out evaluation set and its named lines (scripts/eval_set.py,
 #             f16 and bf16, flushed and back to back), JSON to results/eval/eval.json. Name it
 # Usage (repo root, on the device): bash scripts/device_check.sh [phase ...]
@@ -236,6 +239,18 @@ if has batched; then
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   grep -q WRONG "$out/batched.txt" && { echo "batched_bench: a wrong result"; status=1; }
   [ -f "$out/batched.json" ] && cp "$out/batched.json" results/judge/batched.json
+fi
+
+if has grouped; then
+  step "grouped products (tests/test_gpu_grouped.py, scripts/grouped_bench.py)"
+  python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_grouped.py > "$out/pytest_grouped.txt" 2>&1
+  [ $? -eq 0 ] || status=1
+  grep -E "FAILED|ERROR|Error" "$out/pytest_grouped.txt" | head -20; tail -1 "$out/pytest_grouped.txt"
+  mkdir -p results/judge
+  python3 scripts/grouped_bench.py ${GROUPED_ARGS:-} --json "$out/grouped.json" 2>&1 | tee "$out/grouped.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  grep -q WRONG "$out/grouped.txt" && { echo "grouped_bench: a wrong result"; status=1; }
+  [ -f "$out/grouped.json" ] && cp "$out/grouped.json" results/judge/grouped.json
 fi
 
 if has peak; then

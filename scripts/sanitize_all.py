@@ -8,7 +8,9 @@ Shapes: three K tiles (so double-buffered and multistage pipelines wrap around t
 one block tile (any-shape variants: an odd shape that cuts every tile edge), then a 2x1-tile shape
 unless --quick; split-K variants also one tile 16 K tiles deep (its slices and their reduction).
 The batched forms (BATCHED) also run through cugemm.matmul(variant=) on 3 products of the first
-shape and on a broadcast A (one matrix for 3 products of B). Exits 1 if any result is wrong.
+shape and on a broadcast A (one matrix for 3 products of B); the grouped forms (GROUPED) through
+cugemm.grouped_matmul(variant=) on uneven groups (sizes 0, 1, 7, 577) and on the masked layout.
+Exits 1 if any result is wrong.
 """
 import argparse
 import sys
@@ -55,6 +57,31 @@ def batched_runs(v, M, N, K):
     return bad
 
 
+def grouped_runs(v):
+    """The grouped form `v` on groups of 0, 1, 7, 577 and 130 rows (contiguous layout, 16 rows past
+    the last group) and on the masked layout (counts 0, 7, 200 of 200, 129): wrong results, or rows
+    outside the groups written."""
+    import cupy
+
+    bad = 0
+    for masked in (0, 200):
+        sizes = [0, 7, 200, 129] if masked else [0, 1, 7, 577, 130]
+        a, b, ends, ref, written = testing.grouped_case(v.dtype_in, sizes, 136, 72, v.b_layout, masked_m=masked,
+                                                        rows=None if masked else sum(sizes) + 16)
+        out = testing.poisoned(ref.shape, v.dtype_out)
+        if masked:
+            cugemm.grouped_matmul(a, b, counts=ends, out=out.reshape(len(sizes), masked, 136), variant=v.name)
+        else:
+            cugemm.grouped_matmul(a, b, ends, out=out, variant=v.name)
+        got = testing.to_float64(out)
+        rows = cupy.asnumpy(written)
+        err = accuracy.rel_error(got[rows], ref[rows])
+        if not accuracy.within(err, v.math_dtype, v.dtype_acc) or not bool(cupy.isnan(got[~rows]).all()):
+            bad += 1
+            print(f"WRONG {v.name} grouped {sizes} (masked {masked}): rel err {err:.2e}")
+    return bad
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("pattern", nargs="?", default=None, help="glob(s) over variant names")
@@ -73,7 +100,9 @@ def main():
             if not ok:
                 bad += 1
                 print(f"WRONG {v.name} {M}x{N}x{K}: rel err {err:.2e}")
-        if v.param_dict.get("BATCHED"):
+        if v.param_dict.get("GROUPED"):
+            bad += grouped_runs(v)
+        elif v.param_dict.get("BATCHED"):
             M, N, K = shapes_for(v, True)[0]
             if v.a_layout == "col":  # a column-major A's lines are its columns: M whole 16-byte lines
                 M = -(-M // 8) * 8

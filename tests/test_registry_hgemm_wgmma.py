@@ -161,7 +161,11 @@ def test_record(v):
         assert p["NARROW_EDGE"] == ((p["A_COL"] or p["B_COL"] or p["ANY_C"] or p["BATCHED"]) and p["BN"] == 256)
         # more than two staging boxes: the batched forms only, whose small-K products the C store bounds
         assert p["EPI_BOXES"] == 2 or (p["BATCHED"] and ("_epi%d" % p["EPI_BOXES"]) in v.name)
-        assert p["BATCHED"] == v.name.endswith(("_batched", "_batched_bf16"))
+        assert p["BATCHED"] == v.name.endswith(("_batched", "_batched_bf16", "_grouped", "_grouped_bf16"))
+        # the grouped forms: the batched form's B and dynamic walk (no clusters) over groups of A's rows
+        assert p["GROUPED"] == v.name.endswith(("_grouped", "_grouped_bf16"))
+        assert not p["GROUPED"] or (p["CLUSTER_M"] == 1 and not p["A_COL"] and v.matmul is None
+                                    and v.workspace_rule == "dynamic_walk")
         assert v.smem_dynamic == persistent_smem(bm, p["BN"], p["STAGES"], p["TMA_STORE"], p["ANY_C"], p["EPI_BOXES"])
     else:
         assert v.multiple_of == v.tile and v.cluster == (1, 1, 1)
@@ -331,14 +335,15 @@ def test_maps_of_each_form(fake_encode, suffix):
     assert check_operands(v, A, B, C) == (M, N, K)
     args = v.extra_args(A, B, C, M, N, K)
     sa, sb, sc = (x[1] for x in args[:3])
-    assert args[3:] == (1, 1, 1, 1, 1, 0)  # one product (the batched form's count, divs and mods), no counters
+    # one product (the batched form's count, divs and mods), no counters, no group ends (masked_m 0)
+    assert args[3:] == (1, 1, 1, 1, 1, 0, 0, 0)
     assert (sa.rows, sa.cols, sa.row_stride, sa.box) == ((K, M, 8192, (64, 64)) if a_col else
                                                          (M, K, 2048, (64, 128)))
     assert (sb.rows, sb.cols, sb.row_stride, sb.box) == ((N, K, 2048, (64, 64)) if b_col else
                                                          (K, N, 8208, (64, 64)))
     assert (sc.rows, sc.cols, sc.row_stride, sc.box) == (M, N, 8208, (64, 64))
     again = v.extra_args(A, B, C, M, N, K)  # the maps remembered per (operands, shape)
-    assert all(x is y for x, y in zip(again[:-1], args[:-1])) and again[-1] == args[-1] == 0
+    assert all(x is y for x, y in zip(again[:-3], args[:-3])) and again[-3:] == args[-3:] == (0, 0, 0)
 
 
 @pytest.mark.parametrize("bn", sorted(TILE_FORMS))

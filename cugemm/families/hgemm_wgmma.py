@@ -83,7 +83,8 @@ def _ws(name, *, BN, CONSUMERS, STAGES, dtype="float16", doc, **kw):
 
 
 def _persistent(name, *, BM=BM, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STORE=False, ANY_C=False,
-                A_COL=False, B_COL=False, NARROW_EDGE=False, BATCHED=False, EPI_BOXES=2, dtype="float16", doc, **kw):
+                A_COL=False, B_COL=False, NARROW_EDGE=False, BATCHED=False, GROUPED=False, EPI_BOXES=2, dtype="float16",
+                doc, **kw):
     """04_persistent.cu. With strided=True (the top rung and its forms) any M and K, and any N for
     ANY_C: the tensor maps carry the true shape and leading dimensions, TMA zero-fills past them;
     only the leading dimensions must be multiples of 16 bytes (TMA's rule; ANY_C's C: of 2). The
@@ -96,7 +97,8 @@ def _persistent(name, *, BM=BM, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STOR
     return Variant(source="hgemm_wgmma/04_persistent.cu", template="hgemm_wgmma_persistent",
                    params=(("BM", BM), ("BN", BN), ("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_M", CLUSTER_M),
                            ("TMA_STORE", TMA_STORE), ("ANY_C", ANY_C), ("A_COL", A_COL), ("B_COL", B_COL),
-                           ("NARROW_EDGE", NARROW_EDGE), ("BATCHED", BATCHED), ("EPI_BOXES", EPI_BOXES),
+                           ("NARROW_EDGE", NARROW_EDGE), ("BATCHED", BATCHED), ("GROUPED", GROUPED),
+                           ("EPI_BOXES", EPI_BOXES),
                            ("T", _T(dtype))),
                    tile=(BM, BN, BK), block=(128 + 2 * BM, 1, 1), a_layout="col" if A_COL else "row",
                    b_layout="col" if B_COL else "row", cluster=(CLUSTER_M, 1, 1),
@@ -295,6 +297,31 @@ def _batched_forms() -> tuple:
     return tuple(out)
 
 
+def _grouped_form(bm: int, bn: int, stages: int, suffix: str, dtype: str) -> Variant:
+    """Rung 7's grouped form (GROUPED: the batched form's B and dynamic walk over groups of A's rows,
+    cugemm.grouped) with bm x bn tiles (bm 192: `_wg3`, three consumers), `stages` stages, B row-major
+    (G, K, N) or `_bcol` (the (G, N, K) memory of expert weights, x @ W.T per group). Not a candidate
+    of cugemm.matmul (no rating): cugemm.grouped_matmul chooses among these (GROUPED_FORMS)."""
+    c = "_wg3" if bm == 192 else ""
+    bf = "_bf16" if dtype == "bfloat16" else ""
+    doc = (f"rung 7's grouped form with {bm}x{bn} tiles and {stages} stages{' and ' + _FORM_DOC[suffix] if suffix else ''}"
+           ": groups of A's rows (ends on the GPU) times B[g], one launch, the groups' tables in shared memory")
+    return _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent{c}_tma_store_stage{stages}{suffix}_grouped{bf}",
+                       BM=bm, BN=bn, STAGES=stages, TMA_STORE=True, B_COL="bcol" in suffix, NARROW_EDGE=bn == 256,
+                       BATCHED=True, GROUPED=True, strided=True, dtype=dtype, doc=doc,
+                       workspace_rule="dynamic_walk")
+
+
+# The grouped forms (tile height and width, stages): each one stage fewer than its batched form, for
+# the groups' tables (8 KB of static shared memory: 1024 ends and first tiles)
+GROUPED_FORMS = ((128, 128, 5), (128, 256, 3), (192, 128, 4))
+
+
+def _grouped_forms() -> tuple:
+    return tuple(_grouped_form(bm, bn, stages, suffix, dtype) for bm, bn, stages in GROUPED_FORMS
+                 for suffix in ("", "_bcol") for dtype in ("float16", "bfloat16"))
+
+
 _P = "hgemm_wgmma_m64n256k16_persistent"
 _BT = "hgemm_wgmma_m64n256k16_bt_persistent"
 
@@ -386,4 +413,4 @@ _VARIANTS_2D: tuple[Variant, ...] = (
           doc="the TF32 sibling with clusters of 2 along N sharing the A tile (TMA multicast)"),
 )
 
-VARIANTS: tuple[Variant, ...] = _VARIANTS_2D + _batched_forms()
+VARIANTS: tuple[Variant, ...] = _VARIANTS_2D + _batched_forms() + _grouped_forms()

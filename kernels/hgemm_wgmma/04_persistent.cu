@@ -56,6 +56,17 @@
 //     taken, `tiles[1]`: blocks done) to zero for the next launch (cugemm.workspace: a buffer per
 //     stream). Otherwise the tile shapes, clusters, epilogue and the forms A_COL / B_COL /
 //     NARROW_EDGE are the 2-D kernel's.
+//   GROUPED (a BATCHED form without clusters, A row-major): a grouped GEMM, C[rows of g] = A[rows of
+//     g] * B[g] for groups g < batches (at most MAX_GROUPS): A and C are 2-D, the groups' rows stacked
+//     (maps over all M rows), B 3-D with one matrix per group (b_div 1, b_mod batches). Group g's rows
+//     come from `group_ends` on the GPU (no host sync; group_table: the contiguous layout's running
+//     ends, or masked_m > 0: the masked layout's per-group counts of rows at stride masked_m; null:
+//     one group of M rows), read by warp 1 into shared memory before the roles start, with each
+//     group's first tile of the walk. A group of r rows has ceil(r / BM) tile rows; tile t is found
+//     by bisection (find_group) and walked in the grouped order within its group. A tile's last rows
+//     may lie in the next group: they are loaded and computed but never stored, and a slab that
+//     crosses its group's end is written from registers with bounded stores (store_slab, C's row
+//     stride N) where whole slabs take the TMA store. C is dense (row stride N).
 //   PDL (every form): the producer thread waits in griddepcontrol.wait before its first load; no
 //     other role touches global memory before data it loaded.
 // The copy engine zero-fills box parts past M, N or K; boxes wholly past N are not issued (the
@@ -63,7 +74,7 @@
 // Template parameters: BM (128, 192), BN (64, 128, 192, 256; fitted: 48, 80, 112, 144, 160, 208, 224; with
 //   BM = 192: 144, 160), STAGES, GROUP (tile rows per raster
 //   band, in cluster tiles), CLUSTER_M (1, 2), TMA_STORE, ANY_C, A_COL, B_COL, NARROW_EDGE, BATCHED,
-//   EPI_BOXES (2-8: TMA_STORE's staging boxes per consumer), T.
+//   GROUPED, EPI_BOXES (2-8: TMA_STORE's staging boxes per consumer), T.
 //   BK = 64.
 // Launch: block = (128 + 2 BM, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1); dynamic
 //   shared memory hgemm_wgmma_persistent_smem_bytes<...> (PersistentSmem); extra arguments: maps of A
@@ -71,7 +82,9 @@
 //   fitted: {64, BN / CLUSTER_M}) and C (box {64, 64}), 128-byte swizzled; ANY_C: C's row stride (int,
 //   elements) instead of C's map; then batches, a_div, a_mod, b_div, b_mod (all 1 when not BATCHED;
 //   then `tiles`, two zeroed uint32 counters for the dynamic walk (null but for BATCHED without clusters);
-//   BATCHED: 3-D maps, boxes one matrix deep, and a grid of min(batches * tiles, SMs) blocks).
+//   then group_ends and masked_m (null and 0 but for GROUPED);
+//   BATCHED: 3-D maps, boxes one matrix deep, and a grid of min(batches * tiles, SMs) blocks;
+//   GROUPED: 2-D maps of A and C, and a grid of at most (ceil(M / BM) + batches) * ceil(N / BN) blocks).
 // Preconditions: leading dimensions of A, B and C multiples of 16 bytes (dense: K % 8 == 0, N % 8 ==
 //   0), a, b, c 16-byte aligned (ANY_C: c and its row stride 2-byte aligned, any N; TMA-store forms:
 //   N % 8 == 0, a TMA store writes a row's last 16-byte piece whole); M * N, M * K, K * N < 2^31.
@@ -89,9 +102,87 @@ using PersistentSmem =
                           (TMA_STORE ? EPI_BOXES * (BM / 64) * hgemm_wgmma::BOX_BYTES : 0) +
                               (ANY_C ? 2 * (BN / 64) * hgemm_wgmma::BOX_BYTES : 0)>;
 template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL,
-          bool B_COL, bool NARROW_EDGE, bool BATCHED, int EPI_BOXES, class T>
+          bool B_COL, bool NARROW_EDGE, bool BATCHED, bool GROUPED, int EPI_BOXES, class T>
 __device__ constexpr int hgemm_wgmma_persistent_smem_bytes =
     PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C, EPI_BOXES>::BYTES;
+
+// ---- GROUPED: the groups' rows and tiles ------------------------------------------------------------
+inline constexpr int MAX_GROUPS = 1024;  // groups of one launch (cugemm.grouped splits larger counts)
+
+// Group g's first row: g * masked_m (the masked layout: group g's rows start at a fixed stride),
+// else where the group before it ended.
+CUGEMM_DEVICE int group_row0(const int* group_end, int g, int masked_m) {
+  return masked_m > 0 ? g * masked_m : g > 0 ? group_end[g - 1] : 0;
+}
+
+// The group whose tiles hold walk tile t: the last g with group_first[g] <= t (empty groups share
+// their successor's first tile), by bisection over group_first[0 .. groups].
+CUGEMM_DEVICE int find_group(const int* group_first, int groups, int t) {
+  int lo = 0, hi = groups;  // group_first[lo] <= t < group_first[hi]
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (group_first[mid] <= t) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// One warp fills the groups' tables from `ends` (global memory, possibly written by the kernel
+// before: it waits for that kernel first). Contiguous layout (masked_m == 0): ends[g] is the row
+// after group g's last (torch._grouped_mm's offsets); each end is clamped into [the previous group's
+// end, M], so decreasing ends give empty groups and no row lies in two groups or past M. Masked
+// layout (masked_m > 0): ends[g] counts group g's valid rows of its masked_m, clamped into [0,
+// masked_m]. ends == nullptr: one group of all M rows. Then group_first[g] = the tiles of the groups
+// before g (a group of r rows has ceil(r / BM) x tiles_n tiles): warp scans, 32 groups at a time.
+template <int BM>
+CUGEMM_DEVICE void group_table(int* group_end, int* group_first, const int* __restrict__ ends, int groups,
+                               int masked_m, int M, int tiles_n) {
+  const int lane = threadIdx.x & 31;
+  grid_dependency_wait();
+  for (int g = lane; g < groups; g += 32) group_end[g] = ends != nullptr ? ends[g] : M;
+  __syncwarp();
+  if (lane == 0) group_first[0] = 0;
+  int end_before = 0, tiles_before = 0;
+  for (int base = 0; base < groups; base += 32) {
+    const int g = base + lane;
+    const int raw = g < groups ? group_end[g] : 0;
+    int row0, end;
+    if (masked_m > 0) {
+      row0 = g * masked_m;
+      end = row0 + min(max(raw, 0), masked_m);
+    } else {
+      end = min(max(raw, end_before), M);
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {  // a running maximum: no group ends before the one before it
+        const int other = __shfl_up_sync(0xffffffffu, end, d);
+        if (lane >= d) end = max(end, other);
+      }
+      row0 = __shfl_up_sync(0xffffffffu, end, 1);
+      if (lane == 0) row0 = end_before;
+    }
+    int tiles = g < groups ? (end - row0 + BM - 1) / BM * tiles_n : 0;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {  // inclusive sum of the tiles
+      const int other = __shfl_up_sync(0xffffffffu, tiles, d);
+      if (lane >= d) tiles += other;
+    }
+    if (g < groups) {
+      group_end[g] = end;
+      group_first[g + 1] = tiles_before + tiles;
+    }
+    end_before = __shfl_sync(0xffffffffu, end, 31);
+    tiles_before += __shfl_sync(0xffffffffu, tiles, 31);
+  }
+}
+
+// A tile of the walk, placed: product (group) z, first row m0 and column n0 of C; the row its
+// product ends at (rows m0 .. m_end - 1 are C's); the first row of A the producer loads.
+struct Placed {
+  int z, m0, n0, m_end, m_load;
+};
 
 // The last kernel parameter: C's tensor map, or (ANY_C) C's row stride in elements.
 template <bool ANY_C>
@@ -104,13 +195,14 @@ struct PersistentCParam<true> {
 };
 
 template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL,
-          bool B_COL, bool NARROW_EDGE, bool BATCHED, int EPI_BOXES, class T>
+          bool B_COL, bool NARROW_EDGE, bool BATCHED, bool GROUPED, int EPI_BOXES, class T>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, 1)
     hgemm_wgmma_persistent(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N,
                            int K, const __grid_constant__ TensorMap tmap_a,
                            const __grid_constant__ TensorMap tmap_b,
                            const __grid_constant__ typename PersistentCParam<ANY_C>::type c_param, int batches,
-                           int a_div, int a_mod, int b_div, int b_mod, unsigned* __restrict__ tiles) {
+                           int a_div, int a_mod, int b_div, int b_mod, unsigned* __restrict__ tiles,
+                           const int* __restrict__ group_ends, int masked_m) {
   using namespace hgemm_wgmma;
   using Smem = PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C, EPI_BOXES>;
   constexpr int CONSUMERS = BM / 64;  // consumer warpgroups, one 64-row slab each
@@ -139,6 +231,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   static_assert(EPI_BOXES >= 2 && EPI_BOXES <= 8, "2 to 8 staging boxes per consumer");
   constexpr bool DYNAMIC = BATCHED && CLUSTER_M == 1;  // tiles from the counter (header)
   static_assert(!BATCHED || (TMA_STORE && !FITTED), "batches: C through 3-D TMA stores, whole 64-column panels");
+  static_assert(!GROUPED || (BATCHED && CLUSTER_M == 1 && !A_COL),
+                "groups: the batched form's B and dynamic walk; A's rows, without clusters");
+  constexpr bool MAPS_3D = BATCHED && !GROUPED;  // A and C: 3-D maps (GROUPED: 2-D, the groups' rows stacked)
 
   extern __shared__ char smem_raw[];
   char* const smem = align_1024(smem_raw);
@@ -152,6 +247,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   // DYNAMIC: the tile indices handed to the consumers, and their FULL / EMPTY barriers (header)
   __shared__ int tile_slot[2];
   __shared__ alignas(8) unsigned long long tile_full[2], tile_empty[2];
+  // GROUPED: group g's end row (its rows: group_row0(g) .. group_end[g] - 1) and its first tile in
+  // the walk (group_first[G]: the walk's length), written by warp 1 before the roles start
+  __shared__ int group_end[GROUPED ? MAX_GROUPS : 1];
+  __shared__ int group_first[GROUPED ? MAX_GROUPS + 1 : 1];
 
   if (threadIdx.x == 0) {
     tma_prefetch_map(&tmap_a);
@@ -170,10 +269,14 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     // every consumer of every block of the cluster; its fence publishes the slab barriers too
     init_ring_barriers<STAGES>(full, empty, CONSUMERS * CLUSTER_M);
   }
+  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+  const int groups = GROUPED ? min(batches, MAX_GROUPS) : 1;
+  if constexpr (GROUPED) {
+    if (threadIdx.x / 32 == 1) group_table<BM>(group_end, group_first, group_ends, groups, masked_m, M, tiles_n);
+  }
   sync_cta_or_cluster<CLUSTER_M>();  // every block's barriers exist before any multicast or remote arrival
 
   // ---- the tile walk, identical in every role and in every block of a cluster ----------------------
-  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
   const ClusterTileWalk<CLUSTER_M, true> walk(tiles_m, tiles_n);  // cluster tiles: CLUSTER_M tiles stacked in M
   const int rank = CLUSTER_M > 1 ? static_cast<int>(cluster_ctarank()) : 0;
   const int num_kt = (K + BK - 1) / BK;
@@ -185,10 +288,28 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   };
   // BATCHED: cluster tile t of the walk over every product lies in batch z = t / walk.count (a
   // product's tiles are consecutive), where it is that product's cluster tile t - z * walk.count.
-  const int total = BATCHED ? walk.count * batches : walk.count;
+  const int total = GROUPED ? group_first[groups] : BATCHED ? walk.count * batches : walk.count;
   auto locate = [&](int t, int& z) {
     z = BATCHED ? t / walk.count : 0;
     return cluster_tile(t - z * walk.count);
+  };
+  // Tile t's product z, first row m0 (of C, and of A but for a block past M) and first column n0,
+  // and the row its product ends at (C's rows m0 .. m_end - 1 of the tile are stored): GROUPED,
+  // group z's tile t - group_first[z] in the grouped order over the group's own tile rows.
+  auto place = [&](int t) {
+    Placed p;
+    if constexpr (GROUPED) {
+      p.z = find_group(group_first, groups, t);
+      const int row0 = group_row0(group_end, p.z, masked_m), end = group_end[p.z];
+      const TileCoord tc = raster_grouped(t - group_first[p.z], (end - row0 + BM - 1) / BM, tiles_n, GROUP);
+      p.m0 = row0 + tc.row * BM, p.n0 = tc.col * BN, p.m_end = end;
+    } else {
+      const TileCoord tc = locate(t, p.z);
+      p.m0 = (tc.row * CLUSTER_M + rank) * BM, p.n0 = tc.col * BN, p.m_end = M;
+      p.m_load = p.m0 < M ? p.m0 : tc.row * CLUSTER_M * BM;  // a block past M computes a copy
+    }
+    if constexpr (GROUPED) p.m_load = p.m0;
+    return p;
   };
 
   const int wg = warpgroup_index();
@@ -216,12 +337,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         }
         if (t >= total) break;
         if constexpr (DYNAMIC) t_next = static_cast<int>(atomicAdd(&tiles[0], 1u));
-        int z;
-        const TileCoord tc = locate(t, z);
+        const Placed tile = place(t);
+        const int z = tile.z, m_load = tile.m_load, n0 = tile.n0;
         const int za = z / a_div % a_mod, zb = z / b_div % b_mod;  // the matrices of A and B product z reads
-        const int m0 = (tc.row * CLUSTER_M + rank) * BM;
-        const int m_load = m0 < M ? m0 : tc.row * CLUSTER_M * BM;  // a block past M computes a copy
-        const int n0 = tc.col * BN;
         // B panels wholly past N are not copied (their stale columns only reach columns of C
         // that are never stored); every block of the cluster skips the same ones.
         const int live = min(PANELS, (N - n0 + 63) / 64);
@@ -233,7 +351,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
           mbarrier_wait(&empty[s], ring.phase ^ 1);  // every consumer of the cluster released it
           mbarrier_arrive_expect_tx(&full[s], tx);
           auto load_a = [&](char* dst, int c0, int c1) {
-            if constexpr (BATCHED) {
+            if constexpr (MAPS_3D) {
               tma_load_3d(dst, &tmap_a, &full[s], c0, c1, za);
             } else {
               tma_load_2d(dst, &tmap_a, &full[s], c0, c1);
@@ -342,10 +460,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         t = walk.nth(k, edge_last);
       }
       if (t >= total) break;
-      int z;
-      const TileCoord tc = locate(t, z);
-      const int m0 = (tc.row * CLUSTER_M + rank) * BM;
-      const int n0 = tc.col * BN;
+      const Placed tile = place(t);
+      const int z = tile.z, m0 = tile.m0, n0 = tile.n0, m_end = tile.m_end;
       const int live = min(PANELS, (N - n0 + 63) / 64);  // panels of the tile inside N
       // The tile's K loop with wgmmas W columns wide (the first W / 2 accumulators).
       auto k_loop = [&](auto width) {
@@ -360,6 +476,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       }
 
       const int row0 = m0 + 64 * cw;  // the slab's first row
+      // GROUPED: a slab that ends past its group's rows is written from registers, bounded (below)
+      const bool slab_whole = !GROUPED || row0 + 64 <= m_end;
       if constexpr (TMA_STORE) {
 #pragma unroll
         for (int p = 0; p < PANELS; ++p) {
@@ -371,8 +489,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
           fence_proxy_async_shared();              // the box is visible to the copy engine
           named_barrier_sync(1 + cw, 128);
           if (tid == 0) {
-            if (row0 < M && n0 + 64 * p < N) {
-              if constexpr (BATCHED) {
+            if (row0 < m_end && slab_whole && n0 + 64 * p < N) {
+              if constexpr (MAPS_3D) {
                 tma_store_3d(&c_param, box, n0 + 64 * p, row0, z);
               } else {
                 tma_store_2d(&c_param, box, n0 + 64 * p, row0);
@@ -385,6 +503,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         box_next = (box_next + PANELS) % EPI_BOXES;
         // FITTED: the last BN % 64 columns from registers (the final accumulators; C dense)
         if constexpr (FITTED) store_slab_from<T, PANELS * 8>(c, acc, row0 + 16 * w + g, n0 + 2 * t4, M, N);
+        // GROUPED: the group's last slab, its rows up to m_end (C dense: row stride N)
+        if constexpr (GROUPED) {
+          if (!slab_whole) store_slab<T>(c, acc, row0 + 16 * w + g, n0 + 2 * t4, m_end, N);
+        }
       } else if constexpr (ANY_C) {
         char* const slab = sC + cw * SLAB;
         // Restaging waits until the storing warps have read the last slab: asleep in the READ named
