@@ -83,7 +83,7 @@ def _layout(op: Operand) -> str:
 
 def forms(dtype: dtypes.DType, a_layout: str, b_layout: str) -> list[str]:
     """The batched forms of `dtype` reading A and B in these layouts, in their preference order."""
-    found = [v for v in _variants(dtype=dtype.name) if v.param_dict.get("BATCHED") and not v.param_dict.get("GROUPED")
+    found = [v for v in _variants(dtype=dtype.name) if v.param_dict.get("BATCHED") and not v.param_dict.get("GROUPS")
              and v.a_layout == a_layout and v.b_layout == b_layout]
     return [v.name for v in sorted(found, key=lambda v: v.matmul.order)]
 

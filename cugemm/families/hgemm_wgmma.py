@@ -83,7 +83,7 @@ def _ws(name, *, BN, CONSUMERS, STAGES, dtype="float16", doc, **kw):
 
 
 def _persistent(name, *, BM=BM, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STORE=False, ANY_C=False,
-                A_COL=False, B_COL=False, NARROW_EDGE=False, BATCHED=False, GROUPED=False, EPI_BOXES=2, dtype="float16",
+                A_COL=False, B_COL=False, NARROW_EDGE=False, BATCHED=False, GROUPS=0, EPI_BOXES=2, dtype="float16",
                 doc, **kw):
     """04_persistent.cu. With strided=True (the top rung and its forms) any M and K, and any N for
     ANY_C: the tensor maps carry the true shape and leading dimensions, TMA zero-fills past them;
@@ -97,7 +97,7 @@ def _persistent(name, *, BM=BM, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STOR
     return Variant(source="hgemm_wgmma/04_persistent.cu", template="hgemm_wgmma_persistent",
                    params=(("BM", BM), ("BN", BN), ("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_M", CLUSTER_M),
                            ("TMA_STORE", TMA_STORE), ("ANY_C", ANY_C), ("A_COL", A_COL), ("B_COL", B_COL),
-                           ("NARROW_EDGE", NARROW_EDGE), ("BATCHED", BATCHED), ("GROUPED", GROUPED),
+                           ("NARROW_EDGE", NARROW_EDGE), ("BATCHED", BATCHED), ("GROUPS", GROUPS),
                            ("EPI_BOXES", EPI_BOXES),
                            ("T", _T(dtype))),
                    tile=(BM, BN, BK), block=(128 + 2 * BM, 1, 1), a_layout="col" if A_COL else "row",
@@ -297,29 +297,36 @@ def _batched_forms() -> tuple:
     return tuple(out)
 
 
-def _grouped_form(bm: int, bn: int, stages: int, suffix: str, dtype: str) -> Variant:
-    """Rung 7's grouped form (GROUPED: the batched form's B and dynamic walk over groups of A's rows,
-    cugemm.grouped) with bm x bn tiles (bm 192: `_wg3`, three consumers), `stages` stages, B row-major
-    (G, K, N) or `_bcol` (the (G, N, K) memory of expert weights, x @ W.T per group). Not a candidate
-    of cugemm.matmul (no rating): cugemm.grouped_matmul chooses among these (GROUPED_FORMS)."""
+def _grouped_form(bm: int, bn: int, stages: int, epi: int, groups: int, suffix: str, dtype: str) -> Variant:
+    """Rung 7's grouped form (GROUPS > 0: the batched form's B and dynamic walk over groups of A's rows,
+    cugemm.grouped) with bm x bn tiles (bm 192: `_wg3`, three consumers), `stages` stages, `epi`
+    staging boxes per consumer (`_epi<n>` when over 2), group tables for `groups` groups (`_g<n>` when
+    under 1024: the shared memory the ring needs), B row-major (G, K, N) or `_bcol` (the (G, N, K)
+    memory of expert weights, x @ W.T per group). Not a candidate of cugemm.matmul (no rating):
+    cugemm.grouped_matmul chooses among these (GROUPED_FORMS)."""
     c = "_wg3" if bm == 192 else ""
+    e = f"_epi{epi}" if epi > 2 else ""
+    g = f"_g{groups}" if groups < 1024 else ""
     bf = "_bf16" if dtype == "bfloat16" else ""
-    doc = (f"rung 7's grouped form with {bm}x{bn} tiles and {stages} stages{' and ' + _FORM_DOC[suffix] if suffix else ''}"
-           ": groups of A's rows (ends on the GPU) times B[g], one launch, the groups' tables in shared memory")
-    return _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent{c}_tma_store_stage{stages}{suffix}_grouped{bf}",
+    doc = (f"rung 7's grouped form with {bm}x{bn} tiles, {stages} stages and {epi} staging boxes per consumer"
+           f"{' and ' + _FORM_DOC[suffix] if suffix else ''}: groups of A's rows (ends on the GPU; up to {groups} "
+           "groups) times B[g], one launch, the groups' tables in shared memory")
+    return _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent{c}_tma_store_stage{stages}{e}{g}{suffix}_grouped{bf}",
                        BM=bm, BN=bn, STAGES=stages, TMA_STORE=True, B_COL="bcol" in suffix, NARROW_EDGE=bn == 256,
-                       BATCHED=True, GROUPED=True, strided=True, dtype=dtype, doc=doc,
+                       BATCHED=True, GROUPS=groups, EPI_BOXES=epi, strided=True, dtype=dtype, doc=doc,
                        workspace_rule="dynamic_walk")
 
 
-# The grouped forms (tile height and width, stages): each one stage fewer than its batched form, for
-# the groups' tables (8 KB of static shared memory: 1024 ends and first tiles)
-GROUPED_FORMS = ((128, 128, 5), (128, 256, 3), (192, 128, 4))
+# The grouped forms (tile height and width, stages, staging boxes per consumer, table length): group
+# tables for 1024 groups take 8 KB of static shared memory, so those forms have one stage fewer than
+# their batched twins; the `_g128` forms (1 KB) keep the stage
+GROUPED_FORMS = ((128, 256, 3, 2, 1024), (128, 256, 4, 2, 128), (128, 256, 3, 4, 1024), (128, 128, 5, 2, 1024),
+                 (128, 128, 6, 2, 128), (192, 128, 4, 2, 1024))
 
 
 def _grouped_forms() -> tuple:
-    return tuple(_grouped_form(bm, bn, stages, suffix, dtype) for bm, bn, stages in GROUPED_FORMS
-                 for suffix in ("", "_bcol") for dtype in ("float16", "bfloat16"))
+    return tuple(_grouped_form(bm, bn, stages, epi, groups, suffix, dtype) for bm, bn, stages, epi, groups
+                 in GROUPED_FORMS for suffix in ("", "_bcol") for dtype in ("float16", "bfloat16"))
 
 
 _P = "hgemm_wgmma_m64n256k16_persistent"

@@ -56,8 +56,9 @@
 //     taken, `tiles[1]`: blocks done) to zero for the next launch (cugemm.workspace: a buffer per
 //     stream). Otherwise the tile shapes, clusters, epilogue and the forms A_COL / B_COL /
 //     NARROW_EDGE are the 2-D kernel's.
-//   GROUPED (a BATCHED form without clusters, A row-major): a grouped GEMM, C[rows of g] = A[rows of
-//     g] * B[g] for groups g < batches (at most MAX_GROUPS): A and C are 2-D, the groups' rows stacked
+//   GROUPED (GROUPS > 0: a BATCHED form without clusters, A row-major): a grouped GEMM, C[rows of g] =
+//     A[rows of g] * B[g] for groups g < batches (at most GROUPS, the length of the group tables in
+//     static shared memory, 8 bytes a group: 1024, or 128 where the ring takes the rest): A and C are 2-D, the groups' rows stacked
 //     (maps over all M rows), B 3-D with one matrix per group (b_div 1, b_mod batches). Group g's rows
 //     come from `group_ends` on the GPU (no host sync; group_table: the contiguous layout's running
 //     ends, or masked_m > 0: the masked layout's per-group counts of rows at stride masked_m; null:
@@ -74,7 +75,7 @@
 // Template parameters: BM (128, 192), BN (64, 128, 192, 256; fitted: 48, 80, 112, 144, 160, 208, 224; with
 //   BM = 192: 144, 160), STAGES, GROUP (tile rows per raster
 //   band, in cluster tiles), CLUSTER_M (1, 2), TMA_STORE, ANY_C, A_COL, B_COL, NARROW_EDGE, BATCHED,
-//   GROUPED, EPI_BOXES (2-8: TMA_STORE's staging boxes per consumer), T.
+//   GROUPS (0, or GROUPED's table length), EPI_BOXES (2-8: TMA_STORE's staging boxes per consumer), T.
 //   BK = 64.
 // Launch: block = (128 + 2 BM, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1); dynamic
 //   shared memory hgemm_wgmma_persistent_smem_bytes<...> (PersistentSmem); extra arguments: maps of A
@@ -102,13 +103,11 @@ using PersistentSmem =
                           (TMA_STORE ? EPI_BOXES * (BM / 64) * hgemm_wgmma::BOX_BYTES : 0) +
                               (ANY_C ? 2 * (BN / 64) * hgemm_wgmma::BOX_BYTES : 0)>;
 template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL,
-          bool B_COL, bool NARROW_EDGE, bool BATCHED, bool GROUPED, int EPI_BOXES, class T>
+          bool B_COL, bool NARROW_EDGE, bool BATCHED, int GROUPS, int EPI_BOXES, class T>
 __device__ constexpr int hgemm_wgmma_persistent_smem_bytes =
     PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C, EPI_BOXES>::BYTES;
 
 // ---- GROUPED: the groups' rows and tiles ------------------------------------------------------------
-inline constexpr int MAX_GROUPS = 1024;  // groups of one launch (cugemm.grouped splits larger counts)
-
 // Group g's first row: g * masked_m (the masked layout: group g's rows start at a fixed stride),
 // else where the group before it ended.
 CUGEMM_DEVICE int group_row0(const int* group_end, int g, int masked_m) {
@@ -195,7 +194,7 @@ struct PersistentCParam<true> {
 };
 
 template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL,
-          bool B_COL, bool NARROW_EDGE, bool BATCHED, bool GROUPED, int EPI_BOXES, class T>
+          bool B_COL, bool NARROW_EDGE, bool BATCHED, int GROUPS, int EPI_BOXES, class T>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, 1)
     hgemm_wgmma_persistent(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N,
                            int K, const __grid_constant__ TensorMap tmap_a,
@@ -231,6 +230,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   static_assert(EPI_BOXES >= 2 && EPI_BOXES <= 8, "2 to 8 staging boxes per consumer");
   constexpr bool DYNAMIC = BATCHED && CLUSTER_M == 1;  // tiles from the counter (header)
   static_assert(!BATCHED || (TMA_STORE && !FITTED), "batches: C through 3-D TMA stores, whole 64-column panels");
+  constexpr bool GROUPED = GROUPS > 0;  // a grouped form, its tables GROUPS long (header)
   static_assert(!GROUPED || (BATCHED && CLUSTER_M == 1 && !A_COL),
                 "groups: the batched form's B and dynamic walk; A's rows, without clusters");
   constexpr bool MAPS_3D = BATCHED && !GROUPED;  // A and C: 3-D maps (GROUPED: 2-D, the groups' rows stacked)
@@ -249,8 +249,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   __shared__ alignas(8) unsigned long long tile_full[2], tile_empty[2];
   // GROUPED: group g's end row (its rows: group_row0(g) .. group_end[g] - 1) and its first tile in
   // the walk (group_first[G]: the walk's length), written by warp 1 before the roles start
-  __shared__ int group_end[GROUPED ? MAX_GROUPS : 1];
-  __shared__ int group_first[GROUPED ? MAX_GROUPS + 1 : 1];
+  __shared__ int group_end[GROUPED ? GROUPS : 1];
+  __shared__ int group_first[GROUPS + 1];
 
   if (threadIdx.x == 0) {
     tma_prefetch_map(&tmap_a);
@@ -270,7 +270,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     init_ring_barriers<STAGES>(full, empty, CONSUMERS * CLUSTER_M);
   }
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-  const int groups = GROUPED ? min(batches, MAX_GROUPS) : 1;
+  const int groups = GROUPED ? min(batches, GROUPS) : 1;
   if constexpr (GROUPED) {
     if (threadIdx.x / 32 == 1) group_table<BM>(group_end, group_first, group_ends, groups, masked_m, M, tiles_n);
   }
@@ -485,7 +485,11 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
           // the store that last read this box (EPI_BOXES panels ago) is done reading
           if (tid == 0) tma_store_wait_read<EPI_BOXES - 1>();
           named_barrier_sync(1 + cw, 128);
-          stage_panel<T>(box, acc, p, w, g, t4);
+          if constexpr (GROUPED) {  // stmatrix: 4 instructions a box where stage_panel takes 16 stores
+            stage_box_stmatrix<false, T>(smem_addr(box), acc, 8 * p, w, tid & 31);
+          } else {
+            stage_panel<T>(box, acc, p, w, g, t4);
+          }
           fence_proxy_async_shared();              // the box is visible to the copy engine
           named_barrier_sync(1 + cw, 128);
           if (tid == 0) {
