@@ -100,26 +100,30 @@ class GroupedReady:
 
         fn, info, _ = launch.loaded(v, dev)
         self.variant, self.dev, self.shape = v, dev, shape
-        self.need = v.workspace_fn(v, M, N, K, info)
+        # the dynamic walk's counters (the forms without clusters; those with clusters walk statically)
+        self.need = v.workspace_fn(v, M, N, K, info) if v.workspace_fn is not None else None
         recs = [X._replace(ptr=sentinel(k)) for X, k in ((A2, _A), (B3, _B), (C2, _C))]
         args = (np.uint64(sentinel(_A)), np.uint64(sentinel(_B)), np.uint64(sentinel(_C)),
                 np.int32(M), np.int32(N), np.int32(K))
         args += tma_args.persistent_args(v, *recs, M, N, K, raw=True,
                                          work=Work(sentinel(PARTIALS), sentinel(COUNTERS)),
                                          groups=(sentinel(GROUPS), masked_m))
-        # at most one block per tile: a group of r rows has ceil(r / BM) tile rows (contiguous: at
-        # most one more than its share of ceil(M / BM); masked: at most ceil(max_m / BM))
-        bm, bn = v.tile[0], v.tile[1]
+        # at most one cluster per cluster tile: a group of r rows has ceil(r / (c BM)) cluster tile
+        # rows (contiguous: at most one more than its share of ceil(M / (c BM)); masked: at most
+        # ceil(max_m / (c BM))); whole clusters
+        c = v.cluster[0]
+        bm, bn = c * v.tile[0], v.tile[1]
         tiles = (groups * cdiv(masked_m, bm) if masked_m else cdiv(M, bm) + groups) * cdiv(N, bn)
-        grid = (max(1, min(tiles, info.sms)), 1, 1)
+        grid = (max(c, min(tiles, info.sms // c) * c), 1, 1)
         self.gemm = Prepared(fn.kernel.ptr, grid, v.block, v.smem_dynamic, args, v.pdl)
 
     def launch(self, lib, stream: int, a_ptr: int, b_ptr: int, c_ptr: int, ends_ptr: int) -> None:
         keep: list = []
-        work = workspace.for_launch(lib, self.dev, stream, self.need, keep)
         bases = [0] * BASES
         bases[_A], bases[_B], bases[_C], bases[GROUPS] = a_ptr, b_ptr, c_ptr, ends_ptr
-        bases[PARTIALS], bases[COUNTERS] = work.partials, work.counters
+        if self.need is not None:
+            work = workspace.for_launch(lib, self.dev, stream, self.need, keep)
+            bases[PARTIALS], bases[COUNTERS] = work.partials, work.counters
         self.gemm.launch(bases, stream)
 
 

@@ -164,8 +164,8 @@ def test_record(v):
         assert p["BATCHED"] == v.name.endswith(("_batched", "_batched_bf16", "_grouped", "_grouped_bf16"))
         # the grouped forms: the batched form's B and dynamic walk (no clusters) over groups of A's rows
         assert (p["GROUPS"] > 0) == v.name.endswith(("_grouped", "_grouped_bf16"))
-        assert not p["GROUPS"] or (p["CLUSTER_M"] == 1 and not p["A_COL"] and v.matmul is None
-                                   and v.workspace_rule == "dynamic_walk"
+        assert not p["GROUPS"] or (not p["A_COL"] and v.matmul is None
+                                   and v.workspace_rule == ("dynamic_walk" if p["CLUSTER_M"] == 1 else "")
                                    and (f"_g{p['GROUPS']}_" in v.name) == (p["GROUPS"] < 1024))
         assert v.smem_dynamic == persistent_smem(bm, p["BN"], p["STAGES"], p["TMA_STORE"], p["ANY_C"], p["EPI_BOXES"])
     else:

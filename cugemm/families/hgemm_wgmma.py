@@ -297,14 +297,16 @@ def _batched_forms() -> tuple:
     return tuple(out)
 
 
-def _grouped_form(bm: int, bn: int, stages: int, epi: int, groups: int, suffix: str, dtype: str) -> Variant:
+def _grouped_form(bm: int, bn: int, cluster: int, stages: int, epi: int, groups: int, suffix: str,
+                  dtype: str) -> Variant:
     """Rung 7's grouped form (GROUPS > 0: the batched form's B and dynamic walk over groups of A's rows,
-    cugemm.grouped) with bm x bn tiles (bm 192: `_wg3`, three consumers), `stages` stages, `epi`
+    cugemm.grouped) with bm x bn tiles (bm 192: `_wg3`, three consumers), clusters of `cluster` along M
+    (`_cluster2`: B multicast, the static walk), `stages` stages, `epi`
     staging boxes per consumer (`_epi<n>` when over 2), group tables for `groups` groups (`_g<n>` when
     under 1024: the shared memory the ring needs), B row-major (G, K, N) or `_bcol` (the (G, N, K)
     memory of expert weights, x @ W.T per group). Not a candidate of cugemm.matmul (no rating):
     cugemm.grouped_matmul chooses among these (GROUPED_FORMS)."""
-    c = "_wg3" if bm == 192 else ""
+    c = ("_wg3" if bm == 192 else "") + ("_cluster2" if cluster == 2 else "")
     e = f"_epi{epi}" if epi > 2 else ""
     g = f"_g{groups}" if groups < 1024 else ""
     bf = "_bf16" if dtype == "bfloat16" else ""
@@ -312,21 +314,23 @@ def _grouped_form(bm: int, bn: int, stages: int, epi: int, groups: int, suffix: 
            f"{' and ' + _FORM_DOC[suffix] if suffix else ''}: groups of A's rows (ends on the GPU; up to {groups} "
            "groups) times B[g], one launch, the groups' tables in shared memory")
     return _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent{c}_tma_store_stage{stages}{e}{g}{suffix}_grouped{bf}",
-                       BM=bm, BN=bn, STAGES=stages, TMA_STORE=True, B_COL="bcol" in suffix, NARROW_EDGE=bn == 256,
-                       BATCHED=True, GROUPS=groups, EPI_BOXES=epi, strided=True, dtype=dtype, doc=doc,
-                       workspace_rule="dynamic_walk")
+                       BM=bm, BN=bn, STAGES=stages, CLUSTER_M=cluster, TMA_STORE=True, B_COL="bcol" in suffix,
+                       NARROW_EDGE=bn == 256, BATCHED=True, GROUPS=groups, EPI_BOXES=epi, strided=True, dtype=dtype,
+                       doc=doc, workspace_rule="dynamic_walk" if cluster == 1 else "")
 
 
-# The grouped forms (tile height and width, stages, staging boxes per consumer, table length): group
+# The grouped forms (tile height and width, cluster, stages, staging boxes per consumer, table length): group
 # tables for 1024 groups take 8 KB of static shared memory, so those forms have one stage fewer than
 # their batched twins; the `_g128` forms (1 KB) keep the stage
-GROUPED_FORMS = ((128, 256, 3, 2, 1024), (128, 256, 4, 2, 128), (128, 256, 3, 4, 1024), (128, 128, 5, 2, 1024),
-                 (128, 128, 6, 2, 128), (192, 128, 4, 2, 1024))
+GROUPED_FORMS = ((128, 256, 1, 3, 2, 1024), (128, 256, 1, 4, 2, 128), (128, 256, 1, 3, 4, 1024),
+                 (128, 128, 1, 5, 2, 1024), (128, 128, 1, 6, 2, 128), (192, 128, 1, 4, 2, 1024),
+                 (128, 256, 2, 4, 2, 128), (128, 256, 2, 3, 2, 1024))
 
 
 def _grouped_forms() -> tuple:
-    return tuple(_grouped_form(bm, bn, stages, epi, groups, suffix, dtype) for bm, bn, stages, epi, groups
-                 in GROUPED_FORMS for suffix in ("", "_bcol") for dtype in ("float16", "bfloat16"))
+    return tuple(_grouped_form(bm, bn, cluster, stages, epi, groups, suffix, dtype)
+                 for bm, bn, cluster, stages, epi, groups in GROUPED_FORMS
+                 for suffix in ("", "_bcol") for dtype in ("float16", "bfloat16"))
 
 
 _P = "hgemm_wgmma_m64n256k16_persistent"
