@@ -56,21 +56,18 @@
 //     taken, `tiles[1]`: blocks done) to zero for the next launch (cugemm.workspace: a buffer per
 //     stream). Otherwise the tile shapes, clusters, epilogue and the forms A_COL / B_COL /
 //     NARROW_EDGE are the 2-D kernel's.
-//   GROUPED (GROUPS > 0: a BATCHED form, A row-major): a grouped GEMM, C[rows of g] = A[rows of g]
-//     * B[g] for groups g < batches (at most GROUPS: the length of the group tables in static
+//   GROUPED (GROUPS > 0: a BATCHED form without clusters, A row-major): a grouped GEMM, C[rows of
+//     g] = A[rows of g] * B[g] for groups g < batches (at most GROUPS: the length of the group tables in static
 //     shared memory, 8 bytes a group; 1024, or 128 where the ring takes the rest). A and C are 2-D,
 //     the groups' rows stacked (maps over all M rows); B is 3-D, one matrix per group (b_div 1,
 //     b_mod batches). Group g's rows come from `group_ends` on the GPU (no host sync; group_table:
 //     the contiguous layout's running ends, or masked_m > 0: the masked layout's per-group counts
 //     of rows at stride masked_m; null: one group of M rows), read by warp 1 into shared memory
-//     before the roles start, with each group's first cluster tile of the walk. A group of r rows
-//     has ceil(r / (CLUSTER_M BM)) cluster tile rows; cluster tile t is found by bisection
-//     (find_group) and walked in the grouped order within its group; without clusters the tiles
-//     come from the counter (the dynamic walk above), with them every block of a cluster walks
-//     the static order (the multicast needs both on one cluster tile; a block whose rows lie past
-//     its group computes a copy and stores nothing). A tile's last rows may lie in the next group:
-//     they are loaded and computed but never stored, and a slab that crosses its group's end is
-//     written from registers with bounded stores (store_slab, C's row stride N) where whole slabs
+//     before the roles start, with each group's first tile of the walk. A group of r rows has
+//     ceil(r / BM) tile rows; tile t (from the counter: the dynamic walk above) is found by
+//     bisection (find_group) and walked in the grouped order within its group. A tile's last
+//     rows may lie in the next group: they are loaded and computed but never stored, and a slab
+//     that crosses its group's end is written from registers with bounded stores (store_slab, C's row stride N) where whole slabs
 //     take the TMA store (C dense, row stride N). The grouped forms stage C with stmatrix.
 //   PDL (every form): the producer thread waits in griddepcontrol.wait before its first load; no
 //     other role touches global memory before data it loaded.
@@ -235,7 +232,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   constexpr bool DYNAMIC = BATCHED && CLUSTER_M == 1;  // tiles from the counter (header)
   static_assert(!BATCHED || (TMA_STORE && !FITTED), "batches: C through 3-D TMA stores, whole 64-column panels");
   constexpr bool GROUPED = GROUPS > 0;  // a grouped form, its tables GROUPS long (header)
-  static_assert(!GROUPED || (BATCHED && !A_COL), "groups: the batched form's B; A's rows");
+  // (clusters along M with the static walk over the groups' cluster tiles: correct, and 0-47% slower
+  // than these forms on cugemm's MoE tuning set, H100; not built)
+  static_assert(!GROUPED || (BATCHED && CLUSTER_M == 1 && !A_COL),
+                "groups: the batched form's B and dynamic walk; A's rows, without clusters");
   constexpr bool MAPS_3D = BATCHED && !GROUPED;  // A and C: 3-D maps (GROUPED: 2-D, the groups' rows stacked)
 
   extern __shared__ char smem_raw[];
@@ -275,7 +275,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
   const int groups = GROUPED ? min(batches, GROUPS) : 1;
   if constexpr (GROUPED) {
-    if (threadIdx.x / 32 == 1) group_table<CLUSTER_M * BM>(group_end, group_first, group_ends, groups, masked_m, M, tiles_n);
+    if (threadIdx.x / 32 == 1) group_table<BM>(group_end, group_first, group_ends, groups, masked_m, M, tiles_n);
   }
   sync_cta_or_cluster<CLUSTER_M>();  // every block's barriers exist before any multicast or remote arrival
 
@@ -301,19 +301,16 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   // group z's tile t - group_first[z] in the grouped order over the group's own tile rows.
   auto place = [&](int t) {
     Placed p;
-    int base;  // the cluster tile's first row
     if constexpr (GROUPED) {
       p.z = find_group(group_first, groups, t);
       const int row0 = group_row0(group_end, p.z, masked_m), end = group_end[p.z];
-      const int rows = (end - row0 + CLUSTER_M * BM - 1) / (CLUSTER_M * BM);  // the group's cluster tile rows
-      const TileCoord tc = raster_grouped(t - group_first[p.z], rows, tiles_n, GROUP);
-      base = row0 + tc.row * CLUSTER_M * BM, p.n0 = tc.col * BN, p.m_end = end;
+      const TileCoord tc = raster_grouped(t - group_first[p.z], (end - row0 + BM - 1) / BM, tiles_n, GROUP);
+      p.m0 = p.m_load = row0 + tc.row * BM, p.n0 = tc.col * BN, p.m_end = end;
     } else {
       const TileCoord tc = locate(t, p.z);
-      base = tc.row * CLUSTER_M * BM, p.n0 = tc.col * BN, p.m_end = M;
+      p.m0 = (tc.row * CLUSTER_M + rank) * BM, p.n0 = tc.col * BN, p.m_end = M;
+      p.m_load = p.m0 < M ? p.m0 : tc.row * CLUSTER_M * BM;  // a block past M computes a copy
     }
-    p.m0 = base + rank * BM;
-    p.m_load = p.m0 < M ? p.m0 : base;  // a block past M computes a copy
     return p;
   };
 
