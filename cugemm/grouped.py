@@ -66,11 +66,15 @@ def forms(dtype: str, b_layout: str, groups: int = 1) -> list[str]:
 def choose(rows: int, groups: int, N: int, K: int, dtype: str, b_layout: str) -> str:
     """The grouped form for `groups` groups of `rows` rows in all (their sizes are on the GPU: only
     the mean, rows / groups, is known here), N columns, depth K. The rule, fitted on
-    scripts/grouped_bench.py's 'tune' set (H100, bf16, do_bench over every form; none of it in the
-    judge set): 128 x 256 tiles in 4 stages (`_g128`: up to 128 groups) where the groups average
-    128 rows or more (fastest on 5 of those 8 cases, by 1-3.5%), else 128 x 256 in 3 stages with 4
-    staging boxes (the 1024-group tables), which was fastest or within 0.2% on the three cases of
-    32-96 rows a group; 128 x 128 tiles where N is at most 128 (a 256-wide tile half empty)."""
+    scripts/grouped_bench.py's 'tune' set (15 MoE cases, H100, bf16, do_bench over every form; none
+    of them in the judge set): 128 x 256 tiles in 4 stages (`_g128`: up to 128 groups) where the
+    groups average 128 rows or more (fastest, or within 1-4% of the fastest, on 9 of the 10 such
+    cases); else, and for more than 128 groups, 128 x 256 in 3 stages with 4 staging boxes, fastest
+    or within 0.2% on the cases of 32-96 rows a group; 128 x 128 tiles where N is at most 128 (a
+    256-wide tile half empty). Not chosen: 192 x 128 tiles (`_wg3`), fastest by 8-15% on groups of
+    exactly 160-192 rows (one 192-row tile where 128-row tiles take two), but 7-20% slower on uneven
+    groups of the same mean (137-196 rows) and 4-21% slower on large groups; pass it as `variant=`
+    where groups are known to be that size."""
     names = forms(dtype, b_layout, groups)
 
     def form(bn: int, stages: int, epi: int):

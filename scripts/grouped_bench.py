@@ -36,6 +36,7 @@ TUNE = [
     (24, "uneven:9:16:1500:600", 3072, 1536, "col"), (96, "uneven:8:16:300:96", 1536, 5120, "row"),
     (48, "uneven:11:16:500:200", 2048, 3072, "row"), (32, 192, 3072, 2048, "col"),
     (64, "uneven:12:32:400:256", 1536, 4096, "col"), (16, 160, 4096, 4096, "row"), (40, 320, 1024, 5120, "row"),
+    (64, "uneven:13:16:400:140", 2048, 2048, "col"), (32, "uneven:14:16:400:175", 3072, 4096, "row"),
 ]
 
 
@@ -55,6 +56,7 @@ def sizes_of(G, tokens):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", default="judge", choices=("judge", "tune"))
+    ap.add_argument("--cases", default="", help="only these cases of the set (indices, comma-separated)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--probe", action="store_true", help="also time every grouped form (do_bench)")
     ap.add_argument("--json", default="")
@@ -71,6 +73,8 @@ def main():
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     report = {"device": torch.cuda.get_device_name(), "set": args.set, "rows": []}
     cases = JUDGE if args.set == "judge" else TUNE
+    if args.cases:
+        cases = [cases[int(i)] for i in args.cases.split(",")]
     print("G x tokens         N     K   B    | bf16: torch us  cugemm us  (a)%   torch us  cugemm us  (b)%  TFLOP/s"
           " | fp16 cugemm us (b)  fp16/bf16  cuBLAS's | host us  err")
     verdicts = {"a": [], "b": [], "fp16": []}
