@@ -205,12 +205,14 @@ def make_plan(v: Variant, p: Problem) -> tuple[Plan | None, str]:
 
 def plans(p: Problem, names=None) -> tuple[list[Plan], list[tuple[Variant, str]]]:
     """(plans, refused): a plan for each candidate variant that can compute `p`, and (variant,
-    reason) for the others. Candidates: the rated variants of the element type (fallback_row) that
-    are batched forms if and only if p is batched, or `names` (a list of variant names or a glob)
-    when given."""
+    reason) for the others. Candidates: the rated variants of the element type (fallback_row); for a
+    batched p only the batched forms, for a 2-D p the batched forms too (a product of one: their
+    dynamic walk and staging boxes beat the 2-D walk where C's stores set the time, measured into
+    the 2-D tuning groups; the model ranks them after the 2-D kernels of the same tiles, by their
+    order); or `names` (a list of variant names or a glob) when given."""
     if names is None:
         pool = [v for v in _variants(dtype=p.dtype.name) if fallback_row(v, p.dtype, p.allow_tf32)
-                and bool(v.param_dict.get("BATCHED")) == p.batched]
+                and (bool(v.param_dict.get("BATCHED")) or not p.batched)]
         pool.sort(key=lambda v: fallback_row(v, p.dtype, p.allow_tf32)[0])
     elif isinstance(names, str):
         pool = _variants(names)

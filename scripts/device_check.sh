@@ -229,29 +229,22 @@ if has eval; then
   [ -f "$out/eval.json" ] && cp "$out/eval.json" results/eval/eval.json
 fi
 
-if has batched; then
-  step "batched products (tests/test_gpu_batched.py, scripts/batched_bench.py)"
-  python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_batched.py > "$out/pytest_batched.txt" 2>&1
+# one product kind's judge phase: its GPU tests (tests/test_gpu_<kind>.py), then its bench
+# (scripts/<kind>_bench.py, extra options in $2), JSON to results/judge/<kind>.json
+judge_phase() {
+  local kind=$1 opts=${2:-}
+  step "$kind products (tests/test_gpu_$kind.py, scripts/${kind}_bench.py)"
+  python3 -m pytest -q -m gpu -p no:cacheprovider "tests/test_gpu_$kind.py" > "$out/pytest_$kind.txt" 2>&1
   [ $? -eq 0 ] || status=1
-  grep -E "FAILED|ERROR|Error" "$out/pytest_batched.txt" | head -20; tail -1 "$out/pytest_batched.txt"
+  grep -E "FAILED|ERROR|Error" "$out/pytest_$kind.txt" | head -20; tail -1 "$out/pytest_$kind.txt"
   mkdir -p results/judge
-  python3 scripts/batched_bench.py --json "$out/batched.json" 2>&1 | tee "$out/batched.txt"
+  python3 "scripts/${kind}_bench.py" $opts --json "$out/$kind.json" 2>&1 | tee "$out/$kind.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-  grep -q WRONG "$out/batched.txt" && { echo "batched_bench: a wrong result"; status=1; }
-  [ -f "$out/batched.json" ] && cp "$out/batched.json" results/judge/batched.json
-fi
-
-if has grouped; then
-  step "grouped products (tests/test_gpu_grouped.py, scripts/grouped_bench.py)"
-  python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_grouped.py > "$out/pytest_grouped.txt" 2>&1
-  [ $? -eq 0 ] || status=1
-  grep -E "FAILED|ERROR|Error" "$out/pytest_grouped.txt" | head -20; tail -1 "$out/pytest_grouped.txt"
-  mkdir -p results/judge
-  python3 scripts/grouped_bench.py ${GROUPED_ARGS:-} --json "$out/grouped.json" 2>&1 | tee "$out/grouped.txt"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-  grep -q WRONG "$out/grouped.txt" && { echo "grouped_bench: a wrong result"; status=1; }
-  [ -f "$out/grouped.json" ] && cp "$out/grouped.json" results/judge/grouped.json
-fi
+  grep -q WRONG "$out/$kind.txt" && { echo "${kind}_bench: a wrong result"; status=1; }
+  [ -f "$out/$kind.json" ] && cp "$out/$kind.json" "results/judge/$kind.json"
+}
+has batched && judge_phase batched
+has grouped && judge_phase grouped "${GROUPED_ARGS:-}"
 
 if has peak; then
   step "TF32 instruction ceilings"
