@@ -63,16 +63,17 @@ def window(batch: tuple, strides: tuple):
     return math.prod(d for d, _ in dims[varying[-1] + 1:]), math.prod(d for d, _ in run), run[-1][1]
 
 
-def in_place(op: Operand, win, layout: str) -> bool:
+def in_place(op: Operand, win, layout: str, dense: bool = False) -> bool:
     """Whether the batched kernel reads (writes) this 2-D record with batch window `win` (window())
-    where it lies: layout 'row' or 'col', 16-byte lines, pointer and matrix stride."""
+    where it lies: layout 'row' or 'col', 16-byte lines, pointer and matrix stride; `dense` (the
+    mma.sync form, which takes no leading dimension): lines exactly as long as the matrix is wide."""
     if win is None:
         return False
     stride = win[2]
     info = op.layout_class()
     rows, cols = op.shape
     return (info.layout == layout and info.align >= LINE_ALIGN and stride % LINE_ALIGN == 0
-            and operand.fits(info, layout, rows, cols, op.dtype.itemsize, True, LINE_ALIGN))
+            and operand.fits(info, layout, rows, cols, op.dtype.itemsize, not dense, LINE_ALIGN))
 
 
 def _layout(op: Operand) -> str:
@@ -82,8 +83,9 @@ def _layout(op: Operand) -> str:
 
 
 def forms(dtype: dtypes.DType, a_layout: str, b_layout: str) -> list[str]:
-    """The batched forms of `dtype` reading A and B in these layouts, in their preference order."""
-    found = [v for v in _variants(dtype=dtype.name) if v.param_dict.get("BATCHED") and not v.param_dict.get("GROUPS")
+    """The batched forms of `dtype` reading A and B in these layouts, in their preference order (the
+    wgmma forms, then the mma.sync ones: select refuses those a GPU cannot run)."""
+    found = [v for v in _variants(dtype=dtype.name) if v.batched and not v.param_dict.get("GROUPS")
              and v.a_layout == a_layout and v.b_layout == b_layout]
     return [v.name for v in sorted(found, key=lambda v: v.matmul.order)]
 
@@ -98,11 +100,14 @@ def problem(count: int, M: int, N: int, K: int, dtype, a_layout: str, b_layout: 
 
 
 def choose(count: int, M: int, N: int, K: int, dtype, a_layout: str, b_layout: str, dev, measured,
-           variant=None) -> select.Choice:
+           variant=None, dense: bool = False) -> select.Choice:
     """select's choice among the batched forms reading these layouts (problem(); none other: a batched
-    form copies nothing itself); Choice.plan.note says what was ranked. `variant`: the batched form to run instead (ValueError if it is not one of them)."""
+    form copies nothing itself): the wgmma forms, or (dense) the mma.sync ones, whose operands were
+    judged by the dense rule; Choice.plan.note says what was ranked. `variant`: the batched form to
+    run instead (ValueError if it is not one of them)."""
     p = problem(count, M, N, K, dtype, a_layout, b_layout, dev)
-    names = forms(dtype, a_layout, b_layout)  # (select would also plan copies into other layouts)
+    names = [n for n in forms(dtype, a_layout, b_layout)  # (select would also plan copies into other layouts)
+             if (get_variant(n).math == "mma") == dense]
     if variant is not None:
         name = get_variant(variant).name
         if name not in names:
@@ -141,7 +146,7 @@ class BatchedReady:
         recs = [X._replace(ptr=s) for X, s in zip((A3, B3, C3), bases)]
         args = tuple(np.uint64(s) for s in bases) + (np.int32(M), np.int32(N), np.int32(K))
         args += v.extra_args(*recs, M, N, K, raw=True, work=work, dev=info)
-        grid = grids.batched_persistent_grid(v, self.count, M, N, info)
+        grid = grids.batched_grid(v, self.count, M, N, info)
         self.gemm = Prepared(fn.kernel.ptr, grid, v.block, v.smem_dynamic, args, False)
         self.choice, self.plan = choice, plan
         self.copy_a, self.copy_b, self.via_c = flags
@@ -193,20 +198,25 @@ def decide(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2
            variant=None):
     """(Choice, copy flags (A, B, C), the kernel's 3-D records of A, B, C, the dense shapes of the
     copies) for a batched product of records on device record `info`, or None where no batched form
-    applies (another type, a GPU other than sm_90, a named 2-D variant). Runs nothing."""
-    if A.dtype.name not in ("float16", "bfloat16") or info.cc // 10 != 9:
+    applies (another type, a GPU before sm_80, a named 2-D variant, a batch the mma.sync form cannot
+    take). On sm_90 the wgmma forms read strided operands in either layout; elsewhere (or when one is
+    named) the mma.sync form reads dense row-major matrices, its products in grid z. Runs nothing."""
+    if A.dtype.name not in ("float16", "bfloat16") or info.cc < 80:
         return None
-    if variant is not None and not get_variant(variant).param_dict.get("BATCHED"):
+    if variant is not None and not get_variant(variant).batched:
         return None
+    dense = get_variant(variant).math == "mma" if variant is not None else info.cc // 10 != 9
     count = math.prod(batch)
+    if dense and count > grids.GRID_Z_MAX:
+        return None
     size = A.dtype.itemsize
     wa, wb, wc = window(batch, a_b), window(batch, b_b), window(batch, c_b)
     if wc is not None and wc[:2] != (1, count):
         wc = None  # C not one matrix per product, in order: computed into a dense batch and copied back
-    la, lb = _layout(A2), _layout(B2)
-    flags = (not in_place(A2, wa, la), not in_place(B2, wb, lb), not in_place(C2, wc, "row"))
+    la, lb = ("row", "row") if dense else (_layout(A2), _layout(B2))
+    flags = (not in_place(A2, wa, la, dense), not in_place(B2, wb, lb, dense), not in_place(C2, wc, "row", dense))
     la, lb = ("row" if flags[0] else la), ("row" if flags[1] else lb)
-    choice = choose(count, M, N, K, A.dtype, la, lb, info, measured, variant)
+    choice = choose(count, M, N, K, A.dtype, la, lb, info, measured, variant, dense)
     if choice.plan is None:
         return None
 

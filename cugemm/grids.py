@@ -40,6 +40,33 @@ def batched_persistent_grid(v, batches: int, M: int, N: int, dev) -> tuple:
     return (max(c, min(clusters, dev.sms // c) * c), 1, 1)
 
 
+def batched_grid(v, batches: int, M: int, N: int, dev) -> tuple:
+    """The grid of a batched form for `batches` products of M x N: the persistent forms' (one block
+    per SM or fewer, batched_persistent_grid), else the 2-D tile grid with the products in z (the
+    mma.sync batched form; at most GRID_Z_MAX products)."""
+    if v.grid_rule == "persistent":
+        return batched_persistent_grid(v, batches, M, N, dev)
+    return (cdiv(N, v.tile[1]), cdiv(M, v.tile[0]), batches)
+
+
+GRID_Z_MAX = 65535  # products of one launch of a tile-grid batched form (CUDA's limit on gridDim.z)
+
+
+def batch_args(v, A, B, C, M: int, N: int, K: int, raw: bool = False) -> tuple:
+    """The batch arguments of a dense batched form (the mma.sync one: after a, b, c, M, N, K):
+    A's (div, mod, matrix stride in elements), B's, then C's matrix stride, from the operand records
+    (tma_args.batch_of: 3-D or 5-D records as cugemm.batched makes them; a 2-D record is one matrix:
+    (1, 1, 0))."""
+    from .tma_args import batch_of
+
+    out = []
+    for op in (A, B):
+        n, step, div = batch_of(op)
+        out += [np.int32(div), np.int32(n), np.int64(step // op.dtype.itemsize)]
+    n_c, step_c, _ = batch_of(C)
+    return (*out, np.int64(step_c // C.dtype.itemsize))
+
+
 def dynamic_walk_need(v, M: int, N: int, K: int, dev):
     """The workspace of a persistent kernel that takes its tiles from a counter (the batched forms
     without clusters, 04_persistent.cu): two zeroed uint32 counters, which its last block resets."""

@@ -4,6 +4,7 @@ holds, so that a call it has seen before costs a few attribute writes and one dr
 `Prepared(function_ptr, grid, block, shared_mem, args, pdl)` packs the kernel's parameters into
 ctypes storage once. An argument is one of
     np.int32                 4 bytes, fixed
+    np.int64                 8 bytes, signed, fixed
     np.uint64 / int          8 bytes: an address, fixed unless it is a *slot* (below)
     cugemm.tma.TensorMap     its 128 bytes, copied; its global address is a slot when it points there
     a NumPy record array     its bytes passed by value (the relayout kernel's job table), fixed
@@ -86,6 +87,8 @@ class Prepared:
         for x in args:
             if isinstance(x, np.int32):
                 obj = ctypes.c_int32(int(x))
+            elif isinstance(x, np.int64):  # a signed 64-bit value (a stride), fixed
+                obj = ctypes.c_int64(int(x))
             elif isinstance(x, (np.uint64, int)) and not isinstance(x, bool):
                 obj = ctypes.c_uint64(int(x))
                 hit = _slot_of(int(x))

@@ -28,6 +28,7 @@ ARGS = {
     "tma_small_m": tma_args.cached_args(tma_args.maps_small_m),
     "swizzle": grids.swizzle_args,
     "no_swizzle": grids.no_swizzle_args,
+    "batch": grids.batch_args,
     "splitk": splitk.args,
     "skinny": splitk.skinny_args,
 }

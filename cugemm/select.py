@@ -212,7 +212,7 @@ def plans(p: Problem, names=None) -> tuple[list[Plan], list[tuple[Variant, str]]
     order); or `names` (a list of variant names or a glob) when given."""
     if names is None:
         pool = [v for v in _variants(dtype=p.dtype.name) if fallback_row(v, p.dtype, p.allow_tf32)
-                and (bool(v.param_dict.get("BATCHED")) or not p.batched)]
+                and (v.batched or not p.batched)]
         pool.sort(key=lambda v: fallback_row(v, p.dtype, p.allow_tf32)[0])
     elif isinstance(names, str):
         pool = _variants(names)

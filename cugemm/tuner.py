@@ -162,7 +162,7 @@ def tune_batched(cases, dtype="float16", *, layouts=("row", "row"), variants=Non
         p = batched.problem(count, M, N, K, dt, *layouts, device)
         rec = {"shape": [p.M, N, K], "batch": [count, M], "us": {}}
         timed_rows, runs = {}, {}
-        for plan in batched.choose(count, M, N, K, dt, *layouts, device, None).ranked:
+        for plan in batched.choose(count, M, N, K, dt, *layouts, device, None, dense=device.cc // 10 != 9).ranked:
             if variants is not None and plan.variant.name not in allowed:
                 continue
             name = plan.variant.name

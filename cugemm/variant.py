@@ -206,6 +206,12 @@ class Variant:
         return dict(self.params)
 
     @property
+    def batched(self) -> bool:
+        """A batched form: a batch of products in one launch (cugemm.batched): rung 7's BATCHED forms
+        (the grouped ones too) and the mma.sync rung's `_batched` template."""
+        return bool(self.param_dict.get("BATCHED")) or self.template.endswith("_batched")
+
+    @property
     def threads(self) -> int:
         return self.block[0] * self.block[1] * self.block[2]
 

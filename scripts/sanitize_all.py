@@ -7,7 +7,7 @@ checking each result; meant to run under compute-sanitizer (memcheck, racecheck)
 Shapes: three K tiles (so double-buffered and multistage pipelines wrap around their buffers) over
 one block tile (any-shape variants: an odd shape that cuts every tile edge), then a 2x1-tile shape
 unless --quick; split-K variants also one tile 16 K tiles deep (its slices and their reduction).
-The batched forms (BATCHED) also run through cugemm.matmul(variant=) on 3 products of the first
+The batched forms (wgmma BATCHED, mma.sync _batched) also run through cugemm.matmul(variant=) on 3 products of the first
 shape and on a broadcast A (one matrix for 3 products of B); the grouped forms (GROUPS > 0) through
 cugemm.grouped_matmul(variant=) on uneven groups (sizes 0, 1, 7, 577) and on the masked layout.
 Exits 1 if any result is wrong.
@@ -102,7 +102,7 @@ def main():
                 print(f"WRONG {v.name} {M}x{N}x{K}: rel err {err:.2e}")
         if v.param_dict.get("GROUPS"):
             bad += grouped_runs(v)
-        elif v.param_dict.get("BATCHED"):
+        elif v.batched:
             M, N, K = shapes_for(v, True)[0]
             if v.a_layout == "col":  # a column-major A's lines are its columns: M whole 16-byte lines
                 M = -(-M // 8) * 8

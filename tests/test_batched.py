@@ -79,10 +79,44 @@ def test_what_cannot_be_read_in_place_is_copied(fake_encode):
     assert flags == (False, True, False) and shapes[1] == (24, 64, 64)
 
 
-def test_float32_and_older_gpus_have_no_batched_form():
+def test_float32_and_gpus_before_sm80_have_no_batched_form():
     A = operand.describe(_Fake((4, 64, 64), _dense((4, 64, 64), 4), 1 << 40, "<f4"), "A", "test")
     assert batched.decide(A, A, A, (4,), 64, 64, 64, (0,), (0,), (0,), A, A, A, H100, None) is None
     (d, _) = _decide((4, 64, 64), (4, 64, 64))
     assert d is not None
-    (d, _) = _decide((4, 64, 64), (4, 64, 64), info=Device(80, 108, 166912, "NVIDIA A100"))
+    (d, _) = _decide((4, 64, 64), (4, 64, 64), info=Device(75, 40, 65536, "Tesla T4"))
     assert d is None
+
+
+A100 = Device(80, 108, 166912, "NVIDIA A100")
+RTX4090 = Device(89, 128, 101376, "NVIDIA GeForce RTX 4090")
+
+
+def test_gpus_without_wgmma_take_the_mma_sync_batched_form():
+    """sm_80 / sm_89: the _edge rung's batched form (products in grid z), chosen by the model among the
+    forms the GPU can run (128 x 128 tiles where a block has ~100 KB); its batch arguments in elements."""
+    for info, widths in ((A100, {128, 256}), (RTX4090, {128})):  # 128 x 256 needs 144 KB of shared memory
+        (choice, flags, recs, shapes), (M, N, K) = _decide((8, 16, 512, 64), (16, 64, 512), info=info)
+        v = choice.plan.variant
+        assert v.math == "mma" and v.template == "hgemm_mma_swizzle_batched"
+        assert {q.variant.tile[1] for q in choice.ranked} == widths
+        assert flags == (False, False, False) and all(q.variant.math == "mma" for q in choice.ranked)
+        args = v.extra_args(*recs, M, N, K)
+        # A: product z reads matrix z (512 x 64 elements apart); B: z % 16; C: z
+        assert [int(x) for x in args] == [1, 128, 512 * 64, 1, 16, 64 * 512, 512 * 512]
+        assert grids_of(v, M, N, info) == (512 // v.tile[1], 4, 128)
+
+
+def test_the_mma_sync_form_copies_padded_or_transposed_operands():
+    # a transposed B (x @ W.T per product): the dense row-major kernel gets a copy
+    (choice, flags, _, shapes), _ = _decide((32, 1024, 128), (32, 128, 1024), b_col=True, info=A100)
+    assert choice.plan.variant.math == "mma" and flags == (False, True, False) and shapes[1] == (32, 128, 1024)
+    # rows padded past the matrix (a strided view): copied dense (the kernel takes no leading dimension)
+    (_, flags, _, _), _ = _decide((4, 128, 64), (4, 64, 96), a_strides=(128 * 72 * 2, 72 * 2, 2), info=A100)
+    assert flags[0]
+
+
+def grids_of(v, M, N, info):
+    from cugemm import grids
+
+    return grids.batched_grid(v, 128, M, N, info)

@@ -198,3 +198,27 @@ def test_the_serving_path_keeps_every_result_shape(sa, sb):
         assert c.shape == ref.shape
         err = float((c.double() - ref).norm() / ref.norm())
         assert accuracy.within(err, "float16", "float32"), err
+
+
+MMA_FORMS = [v.name for v in cugemm.variants("*_edge_batched")]
+
+
+@pytest.mark.parametrize("name", MMA_FORMS)
+@pytest.mark.parametrize("case", [c for c in CASES if c[4] % 8 == 0 and c[3] % 8 == 0][:8],
+                         ids=lambda c: "x".join(map(str, c[0])) + f"-{c[2]}x{c[3]}x{c[4]}-{c[5]},{c[6]}")
+def test_the_mma_sync_batched_form(name, case):
+    """The batched form of the GPUs without wgmma (named here; sm_90 runs it too): dense row-major
+    products in grid z, each operand read in place when it is one window of dense matrices, copied
+    dense otherwise (column-major, padded or misaligned operands, a broadcast that is not a window)."""
+    ba, bb, M, N, K, la, lb, _ = case
+    dt = cugemm.get_variant(name).dtype_in
+    a0, b0 = _random(dt, ba + (M, K)), _random(dt, bb + (K, N))
+    a, b = _relaid(a0, la), _relaid(b0, lb)
+    shape = tuple(np.broadcast_shapes(ba, bb)) + (M, N)
+    out, buf = _guarded_out(shape, dt)
+    cugemm.matmul(a, b, out=out, variant=name)
+    cupy.cuda.Device().synchronize()
+    _check(out, a0, b0)
+    assert _margins_poisoned(buf, shape), "a write outside the output"
+    choice = cugemm.explain(a, b, out, variant=name)
+    assert choice.plan.variant.name == name and "one launch" in choice.plan.note

@@ -70,6 +70,7 @@ def test_one_template_per_rung_file():
         "hgemm_mma_ldmatrix": {"hgemm_mma/03_ldmatrix.cu"},
         "hgemm_mma_stages": {"hgemm_mma/04_stages.cu"},
         "hgemm_mma_swizzle": {"hgemm_mma/05_swizzle.cu"},
+        "hgemm_mma_swizzle_batched": {"hgemm_mma/08_swizzle_batched.cu"},
         "hgemm_mma_ws": {"hgemm_mma/06_ws.cu"},
         "hgemm_mma_persistent": {"hgemm_mma/07_persistent.cu"},
     }
@@ -111,13 +112,16 @@ def test_record(v):
     # the rung flags the name spells
     if "STAGES" in p:
         assert f"_stage{p['STAGES']}" in v.name
-    if v.template == "hgemm_mma_swizzle":
-        assert "_swizzle" in v.name
-        m = re.search(r"_bswizzle(\d*)_", v.name + "_")
+    if v.template in ("hgemm_mma_swizzle", "hgemm_mma_swizzle_batched"):
+        batched = v.template == "hgemm_mma_swizzle_batched"  # the _edge rungs' batched forms (products in z)
+        name = v.name[:-len("_batched")] if batched else v.name
+        assert v.name.endswith("_edge_batched") == batched and "_swizzle" in v.name
+        m = re.search(r"_bswizzle(\d*)_", name + "_")
         assert p["GROUP"] == (int(m.group(1) or 8) if m else 0)  # _bswizzle: bands of 8 tile rows
-        assert p["RBUF"] == ("_rbuf" in v.name) and p["EPI"] == ("_epi" in v.name)
-        assert p["F16ACC"] == v.name.endswith("_f16acc") and p["EDGE"] == v.name.endswith("_edge")
+        assert p["RBUF"] == ("_rbuf" in name) and p["EPI"] == ("_epi" in name)
+        assert p["F16ACC"] == name.endswith("_f16acc") and p["EDGE"] == name.endswith("_edge")
         assert v.smem_dynamic == swizzle_smem(bm, bn, p["BK"], p["STAGES"], p["EPI"]) and v.grid_fn is None
+        assert (v.args_rule == "batch") == batched and (not batched or v.matmul.order >= 200)
     elif v.template == "hgemm_mma_persistent":
         assert f"_stage{p['STAGES']}_persistent" in v.name and p["GROUP"] == 8
         cm = p["CLUSTER_M"]  # _cluster2: tiles stacked in M, the persistent grid's x

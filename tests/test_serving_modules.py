@@ -562,7 +562,14 @@ def test_prepared_raises_the_driver_error(monkeypatch):
         p.launch([0] * prepared.BASES, 0)
 
 
-@pytest.mark.parametrize("bad", [1.5, True, np.int64(3), np.float32(1), "x", None, object()])
+def test_prepared_packs_signed_64_bit_values():
+    p = prepared.Prepared(1, (1, 1, 1), (1, 1, 1), 0, (np.int32(-2), np.int64(-5), np.int64(1 << 40)))
+    assert [ctypes.c_int64.from_address(p._params[i]).value for i in (1, 2)] == [-5, 1 << 40]
+    assert ctypes.c_int32.from_address(p._params[0]).value == -2
+    assert p.slots == ()  # fixed values, never re-pointed
+
+
+@pytest.mark.parametrize("bad", [1.5, True, np.int16(3), np.float32(1), "x", None, object()])
 def test_prepared_refuses_arguments_it_cannot_pack(bad):
     with pytest.raises(TypeError, match="no raw launch for a kernel argument"):
         prepared.Prepared(1, (1, 1, 1), (1, 1, 1), 0, (np.int32(1), bad))

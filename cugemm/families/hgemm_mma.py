@@ -20,6 +20,8 @@ Aliases: hgemm_mma_fast / bgemm_mma_fast, the top rung (mma2x4_warp4x8x4_stage4_
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ..dtypes import get as _dtype
 from ..variant import Candidate, Variant
 
@@ -74,6 +76,16 @@ def _swizzle(name, *, WARPS_M=2, WARPS_N=4, FRAGS_M=4, FRAGS_N=4, BK=32, STAGES=
                            ("RBUF", RBUF), ("EPI", EPI), ("EDGE", EDGE), ("F16ACC", F16ACC)),
                    tile=(bm, bn, BK), threads=32 * WARPS_M * WARPS_N, dtype=dtype, f16acc=F16ACC,
                    edge=EDGE, doc=doc, **kw)
+
+
+def _swizzle_batched(v: Variant, order: int) -> Variant:
+    """The batched form of the _edge rung `v` (08_swizzle_batched.cu, hgemm_mma_swizzle_batched): a batch of
+    products in one launch on the GPUs without wgmma (cugemm.batched), the products in grid z. Rated
+    as `v`, preference `order` (candidates of batched problems only)."""
+    return dataclasses.replace(v, name=v.name + "_batched", source="hgemm_mma/08_swizzle_batched.cu",
+                               template="hgemm_mma_swizzle_batched", aliases=(),
+                               args_rule="batch", matmul=v.matmul._replace(order=order),
+                               doc=v.doc + "; the batched form: products in grid z, any window of the batch per operand")
 
 
 def _ws(name, *, WARPS_M=2, WARPS_N=4, FRAGS_M=4, FRAGS_N=8, STAGES=4, GROUP=8, EDGE=False,
@@ -201,3 +213,9 @@ VARIANTS: tuple[Variant, ...] = (
                 doc="bf16, the persistent rung with a 4-stage ring"),
 )
 
+
+# The batched forms of the _edge rungs (128x256 and 128x128 tiles, fp16 and bf16): cugemm.batched's
+# batch in one launch where there is no wgmma (sm_80, sm_86, sm_89, Blackwell), orders 200, 201, ...
+BATCHED_ORDER = 200
+VARIANTS += tuple(_swizzle_batched(v, BATCHED_ORDER + i) for i, v in enumerate(
+    [v for v in VARIANTS if v.template == "hgemm_mma_swizzle" and v.param_dict["EDGE"] and v.matmul is not None]))

@@ -51,11 +51,12 @@ template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES
 __device__ constexpr int hgemm_mma_swizzle_smem_bytes =
     hgemm_mma_swizzle_smem<16 * FRAGS_M * WARPS_M, 8 * FRAGS_N * WARPS_N, BK, STAGES, EPI>::BYTES;
 
+// The block's work: its C tile of one M x N x K product (this file's kernel, and the batched form's in
+// 08_swizzle_batched.cu).
 template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int GROUP, bool RBUF,
           bool EPI, bool EDGE, bool F16ACC, class T>
-__global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, hgemm_mma::min_blocks(32 * WARPS_M * WARPS_N))
-hgemm_mma_swizzle(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N,
-                  int K) {
+__device__ __forceinline__ void hgemm_mma_swizzle_tile(const T* __restrict__ a, const T* __restrict__ b,
+                                                       T* __restrict__ c, int M, int N, int K) {
   using namespace hgemm_mma;
   using Ops = Operands<WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK, STAGES, EDGE, T>;
   constexpr int NT = Ops::NT, BM = Ops::BM, BN = Ops::BN, KSTEPS = Ops::KSTEPS;
@@ -130,4 +131,13 @@ hgemm_mma_swizzle(const T* __restrict__ a, const T* __restrict__ b, T* __restric
         *reinterpret_cast<unsigned*>(p + 8 * N) = acc[i][j].template hi<T>();
       }
   }
+}
+
+template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES, int GROUP, bool RBUF,
+          bool EPI, bool EDGE, bool F16ACC, class T>
+__global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, hgemm_mma::min_blocks(32 * WARPS_M * WARPS_N))
+hgemm_mma_swizzle(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N,
+                  int K) {
+  hgemm_mma_swizzle_tile<WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK, STAGES, GROUP, RBUF, EPI, EDGE, F16ACC, T>(
+      a, b, c, M, N, K);
 }
