@@ -24,8 +24,14 @@ outermost dimension, and one persistent grid walking batches x tiles. So:
   group of its own ('...|batched', cugemm.tuning), else rated by the fallback model as rung 7 with
   their tiles.
 
-fp16 and bf16 on sm_90; anything else (float32, an older GPU, a named 2-D variant) returns None and
-cugemm.matmul runs the batch as one launch per product.
+fp16 and bf16 on sm_90 take those wgmma forms. Elsewhere the batch runs in one launch of a dense
+form, the products in grid z (at most 65535): fp16 / bf16 on sm_80-sm_89 (and Blackwell) the mma.sync
+_edge rungs' batched form (kernels/hgemm_mma/08_swizzle_batched.cu), float32 (exact FP32, any GPU) the
+FP32 any-shape warp-tile rung's (kernels/sgemm/08_warp_tile_batched.cu); they read dense row-major
+matrices, so anything else (a transposed or padded operand) is copied dense first. What returns
+None, and runs as one launch per product: float32 with allow_tf32 (TF32 per product on Hopper's
+wgmma beats one FP32 launch), a GPU before sm_80, a named 2-D variant, a product too large for
+32-bit indices, more than 65535 products for a dense form.
 """
 from __future__ import annotations
 
@@ -107,7 +113,7 @@ def choose(count: int, M: int, N: int, K: int, dtype, a_layout: str, b_layout: s
     run instead (ValueError if it is not one of them)."""
     p = problem(count, M, N, K, dtype, a_layout, b_layout, dev)
     names = [n for n in forms(dtype, a_layout, b_layout)  # (select would also plan copies into other layouts)
-             if (get_variant(n).math == "mma") == dense]
+             if (get_variant(n).math != "wgmma") == dense]
     if variant is not None:
         name = get_variant(variant).name
         if name not in names:
@@ -195,17 +201,19 @@ class BatchedReady:
 
 
 def decide(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, info, measured,
-           variant=None):
+           variant=None, allow_tf32: bool = False):
     """(Choice, copy flags (A, B, C), the kernel's 3-D records of A, B, C, the dense shapes of the
     copies) for a batched product of records on device record `info`, or None where no batched form
     applies (another type, a GPU before sm_80, a named 2-D variant, a batch the mma.sync form cannot
     take). On sm_90 the wgmma forms read strided operands in either layout; elsewhere (or when one is
     named) the mma.sync form reads dense row-major matrices, its products in grid z. Runs nothing."""
-    if A.dtype.name not in ("float16", "bfloat16") or info.cc < 80:
-        return None
+    fp32 = A.dtype.name == "float32"
+    if A.dtype.name not in ("float16", "bfloat16", "float32") or info.cc < 80 or (fp32 and allow_tf32):
+        return None  # (TF32 batches: one TF32 launch per product, on Hopper's wgmma, beats one FFMA launch)
     if variant is not None and not get_variant(variant).batched:
         return None
-    dense = get_variant(variant).math == "mma" if variant is not None else info.cc // 10 != 9
+    # the wgmma forms (sm_90) read strided operands in either layout; the mma.sync and FP32 forms dense rows
+    dense = fp32 or (get_variant(variant).math != "wgmma" if variant is not None else info.cc // 10 != 9)
     count = math.prod(batch)
     if dense and count > grids.GRID_Z_MAX:
         return None
@@ -226,7 +234,7 @@ def decide(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2
         # mod, div, rows, cols) whose matrices are `stride` apart (tma_args.batch_of)
         if copied:
             n = 1 if win is not None and win[1] == 1 else count
-            ld = round_up(cols, LINE_ALIGN // size)
+            ld = cols if dense else round_up(cols, LINE_ALIGN // size)
             return Operand((n, rows, cols), X2.dtype, X2.typestr, (rows * ld * size, ld * size, size), ptr, False,
                            False, False), (n, rows, ld)
         div, mod, stride = win
@@ -240,23 +248,23 @@ def decide(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2
 
 
 def plan_batched(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, dev: int,
-                 measured, variant=None) -> BatchedReady | None:
+                 measured, variant=None, allow_tf32: bool = False) -> BatchedReady | None:
     """The BatchedReady of a batched product (decide(), then its launch prepared: the kernel is
     loaded, compiled if needed), or None where no batched form applies."""
     from . import device as _device
 
-    d = decide(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, _device.get(dev), measured, variant)
+    d = decide(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, _device.get(dev), measured, variant, allow_tf32)
     if d is None:
         return None
     choice, flags, (A3, B3, C3), shapes = d
     return BatchedReady(choice, A3, B3, C3, M, N, K, dev, flags, shapes, batch)
 
 
-def plan_key(dev, A: Operand, B: Operand, O: Operand, variant) -> tuple:
+def plan_key(dev, A: Operand, B: Operand, O: Operand, variant, allow_tf32: bool = False) -> tuple:
     """What a batched plan depends on: device, type, the operands' shapes, strides and 16-byte
-    alignment, the named variant."""
-    return ("batched", dev, A.dtype, variant, A.shape, A.strides, B.shape, B.strides, O.shape, O.strides,
-            A.ptr & 15, B.ptr & 15, O.ptr & 15)
+    alignment, the named variant, TF32 allowed (float32)."""
+    return ("batched", dev, A.dtype, variant, bool(allow_tf32), A.shape, A.strides, B.shape, B.strides, O.shape,
+            O.strides, A.ptr & 15, B.ptr & 15, O.ptr & 15)
 
 
 def _dense_copy(lib, x, lead: tuple, rows: int, cols: int, n: int, ld: int, is_a: bool):

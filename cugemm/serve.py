@@ -608,11 +608,12 @@ def _general_ready(a, b, out, allow_tf32, variant, verbose, lib):
         folded = fold(A2, B2, C2, batch, a_b, b_b, c_b) if batch else (A2, B2, C2)
         if folded is not None:
             return out, _run2d(*folded, allow_tf32, variant, verbose, lib, dev, stream, a, b, out)
-        r = _batched_ready(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, variant, verbose, dev, lib)
+        r = _batched_ready(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, variant, verbose, dev, lib,
+                           allow_tf32)
         if r is not None:  # the whole batch in one launch (cugemm.batched)
             r.serve(lib, stream, A.ptr, B.ptr, O.ptr, a, b, out)
             return out, r
-        else:  # a product of no batched form (float32, a GPU before sm_90, a named 2-D variant)
+        else:  # a product of no batched form (TF32, a GPU before sm_80, a named 2-D variant: batched.decide)
             for idx in np.ndindex(*batch):
                 Ai = A2._replace(ptr=A.ptr + sum(i * s for i, s in zip(idx, a_b)))
                 Bi = B2._replace(ptr=B.ptr + sum(i * s for i, s in zip(idx, b_b)))
@@ -621,18 +622,20 @@ def _general_ready(a, b, out, allow_tf32, variant, verbose, lib):
     return out, None
 
 
-def _batched_ready(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, variant, verbose, dev, lib):
+def _batched_ready(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, variant, verbose, dev, lib,
+                   allow_tf32: bool = False):
     """The cached or new batched.BatchedReady of a batched product, or None where it has no batched
     form (or is too large for 32-bit indices per product: then it runs product by product). Like
     ready_for, it plans nothing inside a CUDA-graph capture."""
     if pieces(M, N, K) != (M, N, K):
         return None
-    key = batched.plan_key(dev, A, B, O, variant)
+    key = batched.plan_key(dev, A, B, O, variant, allow_tf32)
     r = _READY.get(key)
     if r is not None:
         return r
     _not_capturing(lib, dev, f"batched {M}x{N}x{K} {A.dtype.name}")
-    r = batched.plan_batched(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, dev, measured(dev), variant)
+    r = batched.plan_batched(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, dev, measured(dev), variant,
+                             allow_tf32)
     if r is None:
         return None
     if _verbose(verbose):
@@ -855,7 +858,7 @@ def explain(a, b, out=None, *, variant=None, allow_tf32: bool = False) -> select
     else:
         O = C2._replace(shape=batch + (M, N), strides=c_b + C2.strides)
         d = batched.decide(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, _device.get(dev), measured(dev),
-                           variant)
+                           variant, allow_tf32)
         if d is not None:
             return d[0]
     return choose(A2, B2, C2, allow_tf32, variant, dev)

@@ -79,9 +79,18 @@ def test_what_cannot_be_read_in_place_is_copied(fake_encode):
     assert flags == (False, True, False) and shapes[1] == (24, 64, 64)
 
 
-def test_float32_and_gpus_before_sm80_have_no_batched_form():
+def test_float32_takes_the_fp32_batched_form_but_not_with_tf32():
     A = operand.describe(_Fake((4, 64, 64), _dense((4, 64, 64), 4), 1 << 40, "<f4"), "A", "test")
-    assert batched.decide(A, A, A, (4,), 64, 64, 64, (0,), (0,), (0,), A, A, A, H100, None) is None
+    A2 = A._replace(shape=(64, 64), strides=A.strides[1:])
+    args = (A, A, A, (4,), 64, 64, 64, A.strides[:1], A.strides[:1], A.strides[:1], A2, A2, A2, H100, None)
+    choice, flags, recs, _ = batched.decide(*args)
+    v = choice.plan.variant
+    assert v.template == "sgemm_warp_tile_dbuf_batched" and flags == (False, False, False)
+    assert [int(x) for x in v.extra_args(*recs, 64, 64, 64)] == [1, 4, 4096, 1, 4, 4096, 4096]
+    assert batched.decide(*args, allow_tf32=True) is None
+
+
+def test_gpus_before_sm80_have_no_batched_form():
     (d, _) = _decide((4, 64, 64), (4, 64, 64))
     assert d is not None
     (d, _) = _decide((4, 64, 64), (4, 64, 64), info=Device(75, 40, 65536, "Tesla T4"))

@@ -5,6 +5,8 @@ full Variant: template arguments in the kernel's parameter order, block shape, s
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ..variant import Candidate, Variant
 
 F32 = dict(dtype_in="float32", dtype_out="float32", dtype_acc="float32", math="ffma")
@@ -112,3 +114,18 @@ VARIANTS: tuple[Variant, ...] = (
                      WARPS_N=4, TM=8, TN=8, EDGE=True, aliases=("sgemm_any_shape",),
                      doc="any-shape warp tiling with a K slice of 16"),
 )
+
+# The batched form of the any-shape warp-tile rung (08_warp_tile_batched.cu: products in grid z, any
+# window of the batch per operand): cugemm.batched's float32 batch in one launch (exact FP32), rated
+# as that rung, preference order 300 (a candidate of batched problems; of 2-D ones after its twin).
+BATCHED_ORDER = 300
+VARIANTS += tuple(
+    dataclasses.replace(v, name=v.name + "_batched", source="sgemm/08_warp_tile_batched.cu",
+                        template="sgemm_warp_tile_dbuf_batched", aliases=(), args_rule="batch",
+                        matmul=v.matmul._replace(order=BATCHED_ORDER + i),
+                        spills="sm_80: 12 bytes; the three per-product operand pointers take registers the "
+                               "2-D kernel reads from the parameter bank, at the 128 of two blocks per SM "
+                               "(08_warp_tile_batched.cu)",
+                        doc=v.doc + "; the batched form: products in grid z, any window of the batch per operand")
+    for i, v in enumerate(v for v in VARIANTS if v.template == "sgemm_warp_tile_dbuf" and v.param_dict["EDGE"]
+                          and v.matmul is not None))

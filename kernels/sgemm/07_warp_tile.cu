@@ -36,10 +36,11 @@ __host__ __device__ constexpr int warp_tile_min_blocks(int tm, int tn) {
   return tm * tn <= 64 ? 2 : 1;
 }
 
+// The block's work: its C tile of one M x N x K product (this file's kernel, and the batched form's
+// in 08_warp_tile_batched.cu).
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int TM, int TN, bool EDGE>
-__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, warp_tile_min_blocks(TM, TN))
-    sgemm_warp_tile_dbuf(const float* __restrict__ a, const float* __restrict__ b,
-                         float* __restrict__ c, int M, int N, int K) {
+__device__ __forceinline__ void sgemm_warp_tile_dbuf_tile(const float* __restrict__ a, const float* __restrict__ b,
+                                                          float* __restrict__ c, int M, int N, int K) {
   constexpr int NT = WARPS_M * WARPS_N * 32;  // threads per block
   constexpr int WM = BM / WARPS_M;            // warp tile
   constexpr int WN = BN / WARPS_N;
@@ -291,4 +292,11 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, warp_tile_min_blocks(T
       }
     }
   }
+}
+
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int TM, int TN, bool EDGE>
+__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, warp_tile_min_blocks(TM, TN))
+    sgemm_warp_tile_dbuf(const float* __restrict__ a, const float* __restrict__ b,
+                         float* __restrict__ c, int M, int N, int K) {
+  sgemm_warp_tile_dbuf_tile<BM, BN, BK, WARPS_M, WARPS_N, TM, TN, EDGE>(a, b, c, M, N, K);
 }
