@@ -291,6 +291,11 @@ def estimate(plans_: list[Plan], p: Problem, measured) -> None:
     gives a whole-plan time measured on this GPU (tuned cache or shipped table), already scaled."""
     for plan in plans_:
         hit = measured(plan.variant, p) if measured is not None else None
+        if hit is not None and plan.variant.batched and not p.batched and hit[1].endswith("~"):
+            # a batched form in a 2-D product competes only where it was timed itself: it wins where
+            # C's stores set the time and loses by 10-50% on compute-bound products (no clusters), so a
+            # time scaled from another bucket (the '~' of tuning.Measured) is not evidence enough
+            hit = None
         if hit is not None:
             plan.est_us, plan.source = hit
         else:
