@@ -393,3 +393,22 @@ def test_copies_of_a_and_b_get_rows_128_bytes_apart():
     # a dense kernel (no leading dimension) gets rows of exactly its padded extent
     plan = select.plans(p, names=["hgemm_wgmma_m64n256k16_bt_persistent_stage4"])[0][0]
     assert (plan.ld_a, plan.ld_b, plan.ld_c) == (1024, 4104, 4104)
+
+
+def test_batched_forms_compete_for_2d_products_only_where_timed():
+    """The shipped table times rung 7's batched forms as 2-D candidates in the tall-k and small-k
+    buckets: there one may win (131072 x 4096 x 64, where C's stores set the time); in a bucket they
+    were not timed in, their times scaled from a neighbour do not count (the model rates them)."""
+    from cugemm.operand import Layout
+
+    meas = tuning.Measured(tuning.load_shipped(H100.name))
+
+    def choice(M, N, K):
+        return select.select(select.Problem(M, N, K, dtypes.FLOAT16, Layout("row", K, 16), Layout("row", N, 16),
+                                            Layout("row", N, 16), H100), meas)
+
+    timed = choice(131072, 4096, 64)
+    assert timed.plan.variant.batched and timed.plan.source.startswith("table") and not timed.plan.source.endswith("~")
+    near = choice(3072, 2048, 1024)  # next to small-k's buckets, in none of them
+    assert not near.plan.variant.batched
+    assert all(q.source == "model" for q in near.ranked if q.variant.batched)
