@@ -68,7 +68,8 @@ def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None):
     out         optional C-contiguous result, (rows, N) or (G, max_m, N)
     variant     a grouped form (`*_grouped*`) to run instead of the chosen one
     fp16 / bf16, CuPy arrays or torch CUDA tensors, on sm_90 (H100, H200). torch.compile traces it
-    as torch.ops.cugemm.grouped_matmul; it has no backward (NotImplementedError under autograd).
+    as torch.ops.cugemm.grouped_matmul, which autograd records too (dA by the grouped kernel, dB per
+    group: the contiguous layout's dB reads the offsets on the host).
     """
     from . import grouped
 

@@ -231,7 +231,8 @@ def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None, o
     current stream). `out`: a C-contiguous result of the right shape and type to write into.
     `variant`: a grouped form's name to run instead of the chosen one. `op(a, b, ends, masked)`: the
     registered operator (cugemm.torch_op.grouped_matmul, passed in by cugemm.grouped_matmul so that
-    this module does not import the torch layer above it) for a call torch.compile is tracing."""
+    this module does not import the torch layer above it) for a call autograd must record or
+    torch.compile is tracing."""
     masked = counts is not None
     if masked == (offsets is not None):
         raise TypeError(f"{WHO}: pass offsets (A (rows, K): the contiguous layout) or counts= (A (G, max_m, K): "
@@ -242,10 +243,8 @@ def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None, o
         from . import serve
 
         torch = sys.modules["torch"]
-        if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
-            raise NotImplementedError(f"{WHO} has no backward: call it under torch.no_grad() (or on tensors that "
-                                      "do not require grad)")
-        if torch.compiler.is_compiling() and op is not None:
+        recorded = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
+        if (recorded or torch.compiler.is_compiling()) and op is not None:  # autograd or torch.compile: the op
             r = op(a, b, ends, masked)
             if out is not None:
                 out.copy_(r)

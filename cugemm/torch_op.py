@@ -11,8 +11,9 @@ errors only: torch.compile, export, meta tensors) and an autograd formula whose 
 this operator again (so the backward pass runs cugemm too, and double backward works).
 
 `cugemm::grouped_matmul(Tensor a, Tensor b, Tensor ends, bool masked=False) -> Tensor` is
-cugemm.grouped_matmul (cugemm.grouped) for torch.compile: CUDA kernel and fake implementation, no
-autograd formula.
+cugemm.grouped_matmul (cugemm.grouped) for torch.compile and autograd: CUDA kernel, fake
+implementation and a backward (_grouped_backward: dA by the grouped kernel, dB per group; the
+contiguous layout's dB reads the offsets on the host, one sync).
 
 Eager calls of cugemm.matmul on torch tensors do not come here: serve.dispatch reads the tensors'
 pointers directly. It sends a product here only when autograd must record it (grad enabled and an
@@ -47,8 +48,8 @@ from . import serve
 
 QUALNAME = "cugemm::matmul"
 SCHEMA = "matmul(Tensor a, Tensor b, bool allow_tf32=False) -> Tensor"
-# cugemm.grouped_matmul as an operator (what torch.compile traces): `ends` are the offsets (masked
-# False: A (rows, K)) or the counts (masked True: A (G, max_m, K)); no autograd formula
+# cugemm.grouped_matmul as an operator (what torch.compile traces and autograd records): `ends` are
+# the offsets (masked False: A (rows, K)) or the counts (masked True: A (G, max_m, K))
 GROUPED_QUALNAME = "cugemm::grouped_matmul"
 GROUPED_SCHEMA = "grouped_matmul(Tensor a, Tensor b, Tensor ends, bool masked=False) -> Tensor"
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -105,6 +106,46 @@ def _grouped_cuda(a, b, ends, masked=False):
     from . import grouped
 
     return grouped.grouped_matmul(a, b, None if masked else ends, counts=ends if masked else None)
+
+
+def _grouped_setup_context(ctx, inputs, output):
+    a, b, ends, masked = inputs
+    ctx.save_for_backward(a, b, ends)
+    ctx.masked = masked
+
+
+def _grouped_backward(ctx, grad):
+    """dA_g = dC_g B_g^T by the grouped kernel itself (B's transposed view; rows of A in no group get
+    zero); dB_g = A_g^T dC_g over each group's rows: for the masked layout one batched product with
+    the rows past each count zeroed in A and dC (no device sync); for the contiguous layout one
+    product per group, whose row ranges the host reads from the offsets (one device sync, clamped as
+    the kernel clamps them). The rows a group does not own contribute nothing to either gradient."""
+    from . import grouped
+
+    a, b, ends = ctx.saved_tensors
+    need_a, need_b = ctx.needs_input_grad[:2]
+    masked = ctx.masked
+    g = grad.contiguous()
+    ga = gb = None
+    if need_a:
+        ga = torch.zeros(a.shape, dtype=a.dtype, device=a.device)
+        bt = b.transpose(1, 2)
+        grouped.grouped_matmul(g, bt, None if masked else ends, ga, counts=ends if masked else None)
+    if need_b:
+        if masked:
+            m = a.shape[1]
+            keep = (torch.arange(m, device=a.device)[None, :] < ends.clamp(0, m)[:, None]).unsqueeze(-1)
+            zero = torch.zeros((), dtype=a.dtype, device=a.device)
+            gb = serve.torch_matmul(torch.where(keep, a, zero).transpose(1, 2), torch.where(keep, g, zero))
+        else:
+            gb = torch.zeros(b.shape, dtype=b.dtype, device=b.device)
+            start, rows = 0, a.shape[0]
+            for i, e in enumerate(ends.tolist()):
+                end = min(max(int(e), start), rows)
+                if end > start:
+                    gb[i] = serve.torch_matmul(a[start:end].transpose(0, 1), g[start:end])
+                start = end
+    return ga, gb, None, None
 
 
 # ---- autograd -----------------------------------------------------------------------------------------
@@ -186,6 +227,8 @@ def register():
                 lib.define(GROUPED_SCHEMA, tags=(torch.Tag.pt2_compliant_tag,))
                 lib.impl("grouped_matmul", _grouped_cuda, "CUDA")
                 torch.library.register_fake(GROUPED_QUALNAME, _grouped_fake, lib=lib)
+                torch.library.register_autograd(GROUPED_QUALNAME, _grouped_backward,
+                                                setup_context=_grouped_setup_context, lib=lib)
                 _LIB = lib
             _GROUPED_OP = torch.ops.cugemm.grouped_matmul.default
             _OP = torch.ops.cugemm.matmul.default

@@ -7,7 +7,8 @@ output is a view inside a larger poisoned buffer the margins must stay poisoned.
 form in both B layouts; groups of 0, 1, 7, 577 rows and tile multiples; the masked layout; offsets
 that decrease or pass A's rows and counts out of range (clamped, cugemm/grouped.py); int64 offsets;
 torch tensors against torch._grouped_mm; CUDA-graph capture with the offsets changed in place
-between replays; torch.compile; the errors raised before launching.
+between replays; torch.compile; autograd against float64 autograd (both layouts); the errors
+raised before launching.
 """
 from __future__ import annotations
 
@@ -174,11 +175,51 @@ def test_torch_compile_traces_the_op():
     assert accuracy.within(err, "bfloat16", "float32"), err
 
 
-def test_torch_requires_grad_is_refused():
+@pytest.mark.parametrize("masked", [False, True])
+def test_torch_autograd_matches_float64(masked):
+    """Gradients through torch.ops.cugemm.grouped_matmul against float64 autograd of the groups'
+    products: dA by the grouped kernel (zero on rows in no group), dB per group."""
     torch = _torch()
-    a, b, offs = _torch_case(torch, torch.bfloat16, [8, 8], 64, 64, False)
-    with pytest.raises(NotImplementedError, match="no backward"):
-        cugemm.grouped_matmul(a.requires_grad_(), b, offs)
+    G, N, K, m = 4, 136, 72, 100
+    sizes = [30, 0, 100, 7]
+    dt = torch.bfloat16 if masked else torch.float16
+    if masked:
+        a = torch.randn(G, m, K, device="cuda", dtype=dt)
+        ends = torch.tensor(sizes, dtype=torch.int32, device="cuda")
+    else:
+        a = torch.randn(sum(sizes) + 9, K, device="cuda", dtype=dt)  # 9 rows past the last group
+        ends = torch.tensor(np.cumsum(sizes), dtype=torch.int32, device="cuda")
+    b = (torch.randn(G, N, K, device="cuda", dtype=dt) / K ** 0.5).transpose(1, 2)
+    a.requires_grad_(), b.requires_grad_()
+    out = cugemm.grouped_matmul(a, b, None if masked else ends, counts=ends if masked else None)
+    w = torch.randn(out.shape, device="cuda", dtype=torch.float64)
+    a64, b64 = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()
+    loss64, start = 0, 0
+    for g, n in enumerate(sizes):
+        rows = (g, slice(0, n)) if masked else (slice(start, start + n),)
+        if n:
+            loss64 = loss64 + ((a64[rows] @ b64[g]) * w[rows]).sum()
+            keep = out[rows].double()
+            assert accuracy.within(float((keep - (a64[rows] @ b64[g])).norm() / (a64[rows] @ b64[g]).norm()),
+                                   str(dt)[6:], "float32")
+        start += n
+    mask = torch.zeros(out.shape[:-1], dtype=torch.bool, device="cuda")
+    start = 0
+    for g, n in enumerate(sizes):
+        if masked:
+            mask[g, :n] = True
+        else:
+            mask[start:start + n] = True
+        start += n
+    # rows in no group are not part of the product (never written: whatever the allocator left)
+    torch.where(mask.unsqueeze(-1), out.double() * w, 0).sum().backward()
+    loss64.backward()
+    for got, ref in ((a.grad, a64.grad), (b.grad, b64.grad)):
+        assert got.shape == ref.shape
+        err = float((got.double() - ref).norm() / ref.norm())
+        assert accuracy.within(err, str(dt)[6:], "float32"), err
+    assert bool((a.grad.double()[~mask] == 0).all())  # rows in no group get no gradient
+
 
 
 def test_second_call_takes_the_serving_path():
