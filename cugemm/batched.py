@@ -114,6 +114,11 @@ def choose(count: int, M: int, N: int, K: int, dtype, a_layout: str, b_layout: s
     p = problem(count, M, N, K, dtype, a_layout, b_layout, dev)
     names = [n for n in forms(dtype, a_layout, b_layout)  # (select would also plan copies into other layouts)
              if (get_variant(n).math != "wgmma") == dense]
+    # products of at most 128 rows: a 192-row tile computes half as many rows again for nothing (the
+    # tuning group is the stacked rows', which other row counts share; in the tuned table no bucket
+    # of such products has a 192-row form fastest: 0 of 8)
+    if M <= 128 and variant is None:
+        names = [n for n in names if get_variant(n).tile[0] <= 128] or names
     if variant is not None:
         name = get_variant(variant).name
         if name not in names:

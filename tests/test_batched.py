@@ -129,3 +129,11 @@ def grids_of(v, M, N, info):
     from cugemm import grids
 
     return grids.batched_grid(v, 128, M, N, info)
+
+
+def test_products_of_at_most_128_rows_skip_the_192_row_tiles():
+    (choice, _, _, _), _ = _decide((256, 128, 64), (256, 64, 128))
+    assert choice.plan.variant.tile[0] == 128
+    assert all(q.variant.tile[0] <= 128 for q in choice.ranked)
+    (choice, _, _, _), _ = _decide((64, 576, 64), (64, 64, 576))  # 192-row tiles still ranked for taller products
+    assert any(q.variant.tile[0] == 192 for q in choice.ranked)
