@@ -305,6 +305,10 @@ def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None, o
                 or O.ptr % LINE_ALIGN:
             raise ValueError(f"{WHO}: out must be a C-contiguous {A.dtype.name} {kind} array of shape {shape} with a "
                              f"16-byte-aligned pointer; got {O.dtype and O.dtype.name} {tuple(O.shape)}")
+        o_ext = operand.extent(O.shape, O.strides, O.ptr, O.dtype.itemsize)
+        for what, X in (("A", A), ("B", B)):
+            if operand.overlaps(o_ext, operand.extent(X.shape, X.strides, X.ptr, X.dtype.itemsize)):
+                raise ValueError(f"{WHO}: out overlaps {what}; the kernel would read what it overwrites")
     elif kind == "torch":
         out = sys.modules["torch"].empty(shape, dtype=a.dtype, device=a.device)
     else:
@@ -314,8 +318,12 @@ def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None, o
             out = cupy.empty(shape, dtype=a.dtype)
     if M == 0 or N == 0:
         return out
-    if K == 0:
-        raise ValueError(f"{WHO}: K = 0 (an empty sum); the result would be zeros for the groups' rows only")
+    if K == 0:  # empty sums: zeros (every row, the groups' and the others alike), no launch
+        if kind == "torch":
+            out.zero_()
+        else:
+            out.view(f"u{out.itemsize}")[...] = 0
+        return out
     key = (kind, dev, A.dtype.name, A2.shape, A2.strides, B.shape, B.strides, layout, masked, variant)
     r = _READY.get(key)
     stream = lib.stream(dev)

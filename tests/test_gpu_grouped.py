@@ -80,6 +80,15 @@ def test_masked_counts_are_clamped():
     _check(out, ref, written, "bfloat16")
 
 
+def test_k_zero_gives_zeros_and_out_may_not_overlap_an_input():
+    a, b, ends, _, _ = testing.grouped_case("float16", [5, 3], 64, 64)
+    out = cugemm.grouped_matmul(a[:, :0], b[:, :0], ends)
+    assert out.shape == (8, 64) and not bool(testing.to_float64(out).any())
+    buf = testing.poisoned((8, 64), "float16")
+    with pytest.raises(ValueError, match="overlaps A"):
+        cugemm.grouped_matmul(buf, b, ends, out=buf)
+
+
 def test_int64_offsets_and_one_group():
     a, b, ends, ref, written = testing.grouped_case("float16", [333], 128, 64)
     out = cugemm.grouped_matmul(a, b, ends.astype(cupy.int64))
