@@ -29,9 +29,9 @@ form, the products in grid z (at most 65535): fp16 / bf16 on sm_80-sm_89 (and Bl
 _edge rungs' batched form (kernels/hgemm_mma/08_swizzle_batched.cu), float32 (exact FP32, any GPU) the
 FP32 any-shape warp-tile rung's (kernels/sgemm/08_warp_tile_batched.cu); they read dense row-major
 matrices, so anything else (a transposed or padded operand) is copied dense first. What returns
-None, and runs as one launch per product: float32 with allow_tf32 (TF32 per product on Hopper's
-wgmma beats one FP32 launch), a GPU before sm_80, a named 2-D variant, a product too large for
-32-bit indices, more than 65535 products for a dense form.
+None, and runs as one launch per product: float32 with allow_tf32 where that loop of TF32 launches
+is estimated faster than one exact FP32 launch (tf32_loop_us: large products), a GPU before sm_80, a
+named 2-D variant, a product too large for 32-bit indices, more than 65535 products for a dense form.
 """
 from __future__ import annotations
 
@@ -213,8 +213,8 @@ def decide(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2
     take). On sm_90 the wgmma forms read strided operands in either layout; elsewhere (or when one is
     named) the mma.sync form reads dense row-major matrices, its products in grid z. Runs nothing."""
     fp32 = A.dtype.name == "float32"
-    if A.dtype.name not in ("float16", "bfloat16", "float32") or info.cc < 80 or (fp32 and allow_tf32):
-        return None  # (TF32 batches: one TF32 launch per product, on Hopper's wgmma, beats one FFMA launch)
+    if A.dtype.name not in ("float16", "bfloat16", "float32") or info.cc < 80:
+        return None
     if variant is not None and not get_variant(variant).batched:
         return None
     # the wgmma forms (sm_90) read strided operands in either layout; the mma.sync and FP32 forms dense rows
@@ -232,6 +232,8 @@ def decide(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2
     choice = choose(count, M, N, K, A.dtype, la, lb, info, measured, variant, dense)
     if choice.plan is None:
         return None
+    if fp32 and allow_tf32 and variant is None and tf32_loop_us(count, M, N, K, info, measured) < choice.plan.est_us:
+        return None  # one TF32 launch per product (the caller's loop) beats one exact FP32 launch
 
     def record(X2, win, copied, rows, cols, ptr):
         # a copy: a dense batch (of one matrix when every product reads the same) with 16-byte lines
@@ -250,6 +252,20 @@ def decide(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2
     B3, kb = record(B2, wb, flags[1], K, N, B.ptr)
     C3, kc = record(C2, wc, flags[2], M, N, O.ptr)
     return choice, flags, (A3, B3, C3), (ka, kb, kc)
+
+
+LOOP_US = 20.0  # what the loop of one launch per product adds per product (H100 host: 19-77 us measured)
+
+
+def tf32_loop_us(count: int, M: int, N: int, K: int, info, measured) -> float:
+    """The estimated time of a float32 batch run with TF32 as one launch per product: `count` times
+    (LOOP_US + the TF32 plan's estimate for one M x N x K product). cugemm.matmul keeps that loop only
+    where it beats the FP32 batched form's one launch: on the H100, 8 x 4096^2 x 128 loops (262 us
+    against 1055), 32 x 1024^2 x 128 does not (604 against 284), nor 64 x 512^2 x 64 (4920 against 108)."""
+    p = select.Problem(M, N, K, dtypes.FLOAT32, Layout("row", K, 16), Layout("row", N, 16), Layout("row", N, 16),
+                       info, allow_tf32=True)
+    one = select.select(p, measured).plan
+    return count * (LOOP_US + (one.est_us if one is not None else 0.0))
 
 
 def plan_batched(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, dev: int,

@@ -79,15 +79,29 @@ def test_what_cannot_be_read_in_place_is_copied(fake_encode):
     assert flags == (False, True, False) and shapes[1] == (24, 64, 64)
 
 
-def test_float32_takes_the_fp32_batched_form_but_not_with_tf32():
-    A = operand.describe(_Fake((4, 64, 64), _dense((4, 64, 64), 4), 1 << 40, "<f4"), "A", "test")
-    A2 = A._replace(shape=(64, 64), strides=A.strides[1:])
-    args = (A, A, A, (4,), 64, 64, 64, A.strides[:1], A.strides[:1], A.strides[:1], A2, A2, A2, H100, None)
+def _fp32_args(count, n):
+    A = operand.describe(_Fake((count, n, n), _dense((count, n, n), 4), 1 << 40, "<f4"), "A", "test")
+    A2 = A._replace(shape=(n, n), strides=A.strides[1:])
+    meas = tuning.Measured(tuning.load_shipped(H100.name))
+    return (A, A, A, (count,), n, n, n, A.strides[:1], A.strides[:1], A.strides[:1], A2, A2, A2, H100, meas)
+
+
+def test_float32_takes_the_fp32_batched_form():
+    args = _fp32_args(4, 64)
     choice, flags, recs, _ = batched.decide(*args)
     v = choice.plan.variant
     assert v.template == "sgemm_warp_tile_dbuf_batched" and flags == (False, False, False)
     assert [int(x) for x in v.extra_args(*recs, 64, 64, 64)] == [1, 4, 4096, 1, 4, 4096, 4096]
-    assert batched.decide(*args, allow_tf32=True) is None
+
+
+def test_tf32_batches_loop_only_where_the_loop_is_estimated_faster():
+    """With allow_tf32, one TF32 launch per product (the caller's loop, LOOP_US a product) against one
+    exact FP32 launch: many small products take the launch, a few large ones the loop."""
+    small, large = _fp32_args(64, 256), _fp32_args(8, 4096)
+    assert batched.tf32_loop_us(64, 256, 256, 256, H100, small[-1]) > batched.decide(*small)[0].plan.est_us
+    assert batched.decide(*small, allow_tf32=True) is not None
+    assert batched.decide(*large, allow_tf32=True) is None
+    assert batched.decide(*large) is not None  # exact FP32: one launch whatever the size
 
 
 def test_gpus_before_sm80_have_no_batched_form():
