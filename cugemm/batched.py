@@ -189,11 +189,11 @@ class BatchedReady:
                 n, rows, ld = self.shapes[i]
                 buf = _dense_copy(lib, x, self.batch, rows, K if is_a else N, n, ld, is_a)
                 keep.append(buf)
-                bases[i] = _ptr(lib, buf)
+                bases[i] = lib.ptr(buf)
         tmp = None
         if self.via_c:
             tmp = lib.empty(self.shapes[2], out)
-            bases[_C] = _ptr(lib, tmp)
+            bases[_C] = lib.ptr(tmp)
         if self.need is not None:
             bases[PARTIALS], bases[COUNTERS] = workspace.for_launch(lib, self.dev, stream, self.need, keep)
         self.gemm.launch(bases, stream)
@@ -307,7 +307,3 @@ def _dense_copy(lib, x, lead: tuple, rows: int, cols: int, n: int, ld: int, is_a
     buf = lib.empty((n, rows, ld), t)
     int_view(buf)[:, :, :cols] = int_view(t)
     return buf
-
-
-def _ptr(lib, x) -> int:
-    return x.data_ptr() if lib.kind == "torch" else x.data.ptr

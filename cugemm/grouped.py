@@ -219,8 +219,30 @@ def _dense(x, kind: str):
     return cupy.ascontiguousarray(x)
 
 
-def _ptr(x, kind: str) -> int:
-    return x.data_ptr() if kind == "torch" else x.data.ptr
+def _result(lib, shape, a, dev: int):
+    """A fresh result of `shape` and a's type from the caller's library, on device `dev`."""
+    if lib.kind == "torch":
+        return lib.empty(shape, a)
+    import cupy
+
+    with cupy.cuda.Device(dev):
+        return lib.empty(shape, a)
+
+
+def group_rows(ends, rows: int, masked_m: int = 0) -> list[tuple[int, int]]:
+    """The rows (start, stop) of each group as the kernel reads `ends` (host ints): the contiguous
+    layout's offsets clamped to [the previous end, rows] (masked_m 0), or the masked layout's counts
+    clamped to [0, masked_m], group g starting at g * masked_m (04_persistent.cu, group_table)."""
+    out, before = [], 0
+    for g, e in enumerate(ends):
+        e = int(e)
+        if masked_m:
+            out.append((g * masked_m, g * masked_m + min(max(e, 0), masked_m)))
+        else:
+            end = min(max(e, before), rows)
+            out.append((before, end))
+            before = end
+    return out
 
 
 # ---- the entry point ------------------------------------------------------------------------------------------
@@ -260,15 +282,8 @@ def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None, o
         hit = _FAST.get(fast)
         if hit is not None:
             r, dev = hit
-            if kind == "torch":
-                c = sys.modules["torch"].empty(r.shape, dtype=a.dtype, device=a.device)
-                r.launch(lib, lib.stream(dev), a.data_ptr(), b.data_ptr(), c.data_ptr(), ends.data_ptr())
-            else:
-                import cupy
-
-                with cupy.cuda.Device(dev):
-                    c = cupy.empty(r.shape, dtype=a.dtype)
-                r.launch(lib, lib.stream(dev), a.data.ptr, b.data.ptr, c.data.ptr, ends.data.ptr)
+            c = _result(lib, r.shape, a, dev)
+            r.launch(lib, lib.stream(dev), lib.ptr(a), lib.ptr(b), lib.ptr(c), lib.ptr(ends))
             return c
     else:
         fast = None
@@ -309,27 +324,19 @@ def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None, o
         for what, X in (("A", A), ("B", B)):
             if operand.overlaps(o_ext, operand.extent(X.shape, X.strides, X.ptr, X.dtype.itemsize)):
                 raise ValueError(f"{WHO}: out overlaps {what}; the kernel would read what it overwrites")
-    elif kind == "torch":
-        out = sys.modules["torch"].empty(shape, dtype=a.dtype, device=a.device)
     else:
-        import cupy
-
-        with cupy.cuda.Device(dev):
-            out = cupy.empty(shape, dtype=a.dtype)
+        out = _result(lib, shape, a, dev)
     if M == 0 or N == 0:
         return out
     if K == 0:  # empty sums: zeros (every row, the groups' and the others alike), no launch
-        if kind == "torch":
-            out.zero_()
-        else:
-            out.view(f"u{out.itemsize}")[...] = 0
+        lib.zero(out)
         return out
     key = (kind, dev, A.dtype.name, A2.shape, A2.strides, B.shape, B.strides, layout, masked, variant)
     r = _READY.get(key)
     stream = lib.stream(dev)
     if r is None:
-        r = _plan(key, A2, B, layout, M, N, K, G, max_m, dev, variant, lib, stream, shape)
-    r.launch(lib, stream, A2.ptr, B.ptr, _ptr(out, kind), _ptr(ends, kind))
+        r = _plan(key, A2, B, layout, M, N, K, G, max_m, dev, variant, lib, shape)
+    r.launch(lib, stream, A2.ptr, B.ptr, lib.ptr(out), lib.ptr(ends))
     if fast is not None and a is a0 and b is b0 and ends is ends0:
         with _lock:
             if len(_FAST) >= MAX_PLANS:
@@ -360,17 +367,13 @@ def stacked(A: Operand, masked: bool) -> Operand | None:
     return A._replace(shape=(G * m, K), strides=A.strides[1:])
 
 
-def _plan(key, A2, B, layout, M, N, K, G, max_m, dev, variant, lib, stream, shape) -> GroupedReady:
+def _plan(key, A2, B, layout, M, N, K, G, max_m, dev, variant, lib, shape) -> GroupedReady:
     """The GroupedReady of a call not seen before (compiles and loads the kernel: never inside a
     CUDA-graph capture, which this refuses before enqueueing anything)."""
+    from . import device as _device
     from . import serve
 
-    if lib.capturing(stream):
-        raise serve.CaptureError(
-            f"{WHO}: this grouped product (these shapes, strides and alignment) has not run on this device "
-            "before, and planning it (kernel compilation and loading, tensor-map encoding) cannot happen "
-            "inside a CUDA-graph capture; run it once eagerly before capturing. Nothing was enqueued.")
-    from . import device as _device
+    serve.not_capturing(lib, dev, f"grouped {M}x{N}x{K} {A2.dtype.name}", WHO)
 
     info = _device.get(dev)
     if info.cc // 10 != 9:

@@ -113,6 +113,15 @@ class _CupyLib:
         except Exception:
             return False
 
+    @staticmethod
+    def ptr(x) -> int:
+        return x.data.ptr
+
+    @staticmethod
+    def zero(x) -> None:
+        """x = 0, by its bits (bfloat16 arrays included)."""
+        x.view(np.uint16 if x.dtype.itemsize == 2 else np.uint32)[...] = 0
+
 
 class _TorchLib:
     """Allocation, stream and the rare copies for torch callers."""
@@ -166,10 +175,18 @@ class _TorchLib:
 
         return torch.cuda.is_current_stream_capturing()
 
+    @staticmethod
+    def ptr(x) -> int:
+        return x.data_ptr()
+
+    @staticmethod
+    def zero(x) -> None:
+        x.zero_()
+
 
 def library(kind: str):
     """The caller's array library record ('torch' or 'cupy'): allocation, current stream, capture
-    test, zeroed buffers (what cugemm.grouped and cugemm.workspace use)."""
+    test, zeroed buffers, an array's address, zeroing (what cugemm.grouped and cugemm.workspace use)."""
     return _TorchLib if kind == "torch" else _CupyLib
 
 
@@ -317,7 +334,7 @@ def ready_for(A, B, C, allow_tf32: bool, variant, dev: int, lib, verbose=False) 
     r = _READY.get(key)
     if r is not None:
         return r
-    _not_capturing(lib, dev, f"{A.shape[0]}x{B.shape[1]}x{A.shape[1]} {A.dtype.name}")
+    not_capturing(lib, dev, f"{A.shape[0]}x{B.shape[1]}x{A.shape[1]} {A.dtype.name}")
     if variant is None and AUTOTUNE is not None and os.environ.get("CUGEMM_AUTOTUNE", "") not in ("", "0"):
         AUTOTUNE(problem_of(A, B, C, allow_tf32, dev), dev)  # times the bucket's plans once, then reloads
     choice = choose(A, B, C, allow_tf32, variant, dev)
@@ -330,13 +347,13 @@ def ready_for(A, B, C, allow_tf32: bool, variant, dev: int, lib, verbose=False) 
     return _file(key, Ready(plan, A, B, C, dev))
 
 
-def _not_capturing(lib, dev: int, what: str) -> None:
+def not_capturing(lib, dev: int, what: str, who: str = "cugemm.matmul") -> None:
     """CaptureError, before anything is enqueued, when the caller's stream is capturing a CUDA graph:
     planning a problem never run before (kernel compilation and loading, tensor-map encoding) cannot
-    happen inside a capture."""
+    happen inside a capture. `who` names the entry point (cugemm.grouped_matmul uses it too)."""
     if lib.capturing(lib.stream(dev)):
         raise CaptureError(
-            f"cugemm.matmul: this {what} product (these shapes, strides and alignment) has not run on this "
+            f"{who}: this {what} product (these shapes, strides and alignment) has not run on this "
             "device before, and planning it (kernel compilation and loading, tensor-map encoding) cannot "
             "happen inside a CUDA-graph capture; run it once eagerly before capturing. Nothing was enqueued.")
 
@@ -601,7 +618,7 @@ def _general_ready(a, b, out, allow_tf32, variant, verbose, lib):
         if operand.overlaps(c_ext, operand.extent(X.shape, X.strides, X.ptr, X.dtype.itemsize)):
             raise ValueError(f"cugemm.matmul: out overlaps {what}; the kernel would read what it overwrites")
     if K == 0:
-        _zero(out, lib)
+        lib.zero(out)
         return out, None
     stream = lib.stream(dev)
     with _on_device(dev):
@@ -633,7 +650,7 @@ def _batched_ready(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, variant, 
     r = _READY.get(key)
     if r is not None:
         return r
-    _not_capturing(lib, dev, f"batched {M}x{N}x{K} {A.dtype.name}")
+    not_capturing(lib, dev, f"batched {M}x{N}x{K} {A.dtype.name}")
     r = batched.plan_batched(A, B, O, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, dev, measured(dev), variant,
                              allow_tf32)
     if r is None:
@@ -717,13 +734,6 @@ def _view2d(x, op: operand.Operand, lib):
     import cupy
 
     return cupy.ndarray(op.shape, dtype=op.dtype.numpy, memptr=x.data + (op.ptr - x.data.ptr), strides=op.strides)
-
-
-def _zero(out, lib) -> None:
-    if lib is _TorchLib:
-        out.zero_()
-    else:
-        out.view(np.uint16 if out.dtype.itemsize == 2 else np.uint32)[...] = 0
 
 
 def _device_of(a, lib) -> int:

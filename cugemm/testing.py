@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes
+from .grouped import group_rows as grouped_rows  # the rows each group owns, as the kernel clamps them
 
 # NaN bit patterns of the 16-bit types
 _NAN16 = {"float16": 0x7E00, "bfloat16": 0x7FC0}
@@ -110,29 +111,13 @@ def run_guarded(v, a, b, guard: int = 64):
     return out, bool((raw[:g] == before[:g]).all()) and bool((raw[-g:] == before[-g:]).all())
 
 
-def grouped_rows(ends, rows: int, masked_m: int = 0) -> list[tuple[int, int]]:
-    """The rows (start, stop) of each group as the grouped kernel reads `ends` (host ints): the
-    contiguous layout's offsets clamped to [the previous end, rows] (masked_m 0), or the masked
-    layout's counts clamped to [0, masked_m], group g starting at g * masked_m."""
-    out, before = [], 0
-    for g, e in enumerate(ends):
-        e = int(e)
-        if masked_m:
-            out.append((g * masked_m, g * masked_m + min(max(e, 0), masked_m)))
-        else:
-            end = min(max(e, before), rows)
-            out.append((before, end))
-            before = end
-    return out
-
-
 def grouped_case(dtype, sizes, N: int, K: int, b_layout: str = "row", masked_m: int = 0, rows: int | None = None,
                  ends=None):
     """A grouped product's CuPy operands: (A, B, ends, float64 reference of the written rows, mask of
     the rows written). Groups of `sizes` rows; A (sum(sizes) or `rows`, K) with offsets (contiguous),
     or (G, masked_m, K) with counts (masked_m > 0); B (G, K, N), row-major or (b_layout 'col') the
     transposed view of a (G, N, K) array; `ends`: int32 values to pass instead of the sizes' (the
-    reference follows grouped_rows' clamping). B is scaled by 1 / sqrt(K)."""
+    reference follows cugemm.grouped.group_rows' clamping). B is scaled by 1 / sqrt(K)."""
     import cupy
 
     G = len(sizes)

@@ -139,12 +139,9 @@ def _grouped_backward(ctx, grad):
             gb = serve.torch_matmul(torch.where(keep, a, zero).transpose(1, 2), torch.where(keep, g, zero))
         else:
             gb = torch.zeros(b.shape, dtype=b.dtype, device=b.device)
-            start, rows = 0, a.shape[0]
-            for i, e in enumerate(ends.tolist()):
-                end = min(max(int(e), start), rows)
+            for i, (start, end) in enumerate(grouped.group_rows(ends.tolist(), a.shape[0])):
                 if end > start:
                     gb[i] = serve.torch_matmul(a[start:end].transpose(0, 1), g[start:end])
-                start = end
     return ga, gb, None, None
 
 

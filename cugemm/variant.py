@@ -6,6 +6,7 @@ archs it may claim (from its shared memory, checked against cugemm.arch).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import numbers
@@ -316,3 +317,14 @@ class Variant:
         reason = _arch.unfit_reason(self, _arch.cc_of(cc), smem_limit)
         if reason:
             raise RuntimeError(reason)
+
+
+def dense_batched(v: Variant, *, source: str, template: str, order: int, **kw) -> Variant:
+    """The batched form of the dense 2-D variant `v`: a kernel file that runs v's tile code with the
+    products of a batch in grid z (hgemm_mma/08_swizzle_batched.cu, sgemm/08_warp_tile_batched.cu),
+    named v.name + '_batched', taking the batch windows after K (args rule 'batch', cugemm.grids),
+    rated as v with preference `order` (cugemm.batched plans it). `kw`: other fields to change."""
+    return dataclasses.replace(v, name=v.name + "_batched", source=source, template=template, aliases=(),
+                               args_rule="batch", matmul=v.matmul._replace(order=order),
+                               doc=v.doc + "; the batched form: products in grid z, any window of the batch per operand",
+                               **kw)

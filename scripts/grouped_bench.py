@@ -13,8 +13,9 @@ torch._grouped_mm takes bf16 only: fp16 is timed against cugemm's own bf16 (do_b
 with it; acceptance: within 5%, bf16 us / fp16 us >= 95%); the control beside it, "cuBLAS's", is the
 same ratio for torch.matmul on the stacked 2-D product (A times expert 0's B) in both types. Timings: (a) back to back, medians of alternating blocks timed with CUDA events; (b)
 triton.testing.do_bench (L2 flushed), median of 3 alternating rounds; ratio = torch us / cugemm us
-* 100. Host: cugemm's host microseconds per call (Python wall time of 200 calls issued behind a
-GPU sleep). Every result is checked against torch's (relative error within cugemm.accuracy's
+* 100. Host: host microseconds per call of cugemm and of torch._grouped_mm (Python wall time of
+200 calls issued behind a GPU sleep). "cupy (b)": cugemm with CuPy views of the same operands
+against torch's time. Every result is checked against torch's (relative error within cugemm.accuracy's
 tolerance) before timing. --probe: every grouped form on each case (do_bench), for fitting the
 rule. Nothing is asserted: exit status 0 whatever the verdicts.
 """
@@ -53,6 +54,22 @@ def sizes_of(G, tokens):
     return [int(x) for x in s]
 
 
+def host_us(fn, n=200):
+    """Host microseconds per call: Python wall time of n calls issued behind a GPU sleep (the GPU
+    never drains the queue, so the calls never wait on it)."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    torch.cuda._sleep(200_000_000)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    us = (time.perf_counter() - t0) / n * 1e6
+    torch.cuda.synchronize()
+    return us
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", default="judge", choices=("judge", "tune"))
@@ -76,8 +93,8 @@ def main():
     if args.cases:
         cases = [cases[int(i)] for i in args.cases.split(",")]
     print("G x tokens         N     K   B    | bf16: torch us  cugemm us  (a)%   torch us  cugemm us  (b)%  TFLOP/s"
-          " | fp16 cugemm us (b)  fp16/bf16  cuBLAS's | host us  err")
-    verdicts = {"a": [], "b": [], "fp16": []}
+          " | fp16 cugemm us (b)  fp16/bf16  cuBLAS's  cupy (b)% | host us: cugemm torch  err")
+    verdicts = {"a": [], "b": [], "fp16": [], "cupy": [], "host": []}
     for G, tokens, N, K, lay in cases:
         sizes = sizes_of(G, tokens)
         rows = sum(sizes)
@@ -108,13 +125,13 @@ def main():
         x_bf, x_hf = (lambda a=ops[d][0], b=ops[d][1][0]: torch.matmul(a, b)  # noqa: E731
                       for d in (torch.bfloat16, torch.float16))
         xb, xh = do_bench_pair(do_bench, x_bf, x_hf)
-        torch.cuda.synchronize()
-        torch.cuda._sleep(200_000_000)
-        t0 = time.perf_counter()
-        for _ in range(200):
-            f_bf()
-        host = (time.perf_counter() - t0) / 200 * 1e6
-        torch.cuda.synchronize()
+        # CuPy operands (the same memory): cugemm's own path for CuPy callers, against torch's time
+        import cupy
+
+        cu = [cupy.from_dlpack(x) for x in (*ops[torch.bfloat16], offs)]
+        f_cu = lambda: cugemm.grouped_matmul(*cu)  # noqa: E731
+        tb2, cub = do_bench_pair(do_bench, f_t, f_cu)
+        host, host_t = host_us(f_bf), host_us(f_t)
         probe = {}
         if args.probe:
             a, b = ops[torch.bfloat16]
@@ -123,6 +140,9 @@ def main():
                 probe[name] = do_bench(fv, warmup=25, rep=100) * 1e3
         flops = 2.0 * rows * N * K
         ra, rb, fp16_ratio, cublas_ratio = ta / ca * 100, tb / cb * 100, cb2 / hb * 100, xb / xh * 100
+        rcu = tb2 / cub * 100
+        verdicts["cupy"].append(rcu)
+        verdicts["host"].append(host / host_t)
         verdicts["a"].append(ra)
         verdicts["b"].append(rb)
         verdicts["fp16"].append(fp16_ratio)
@@ -130,17 +150,21 @@ def main():
         label = f"{G}x{tokens if isinstance(tokens, int) else 'uneven'}"
         print(f"{label:<14} {N:>5} {K:>5} {lay:<4} | {ta:>9.1f} {ca:>10.1f} {ra:>6.1f} {tb:>9.1f} "
               f"{cb:>10.1f} {rb:>6.1f} {flops / cb / 1e6:>7.0f} | {hb:>12.1f} {fp16_ratio:>10.1f} {cublas_ratio:>9.1f} | "
-              f"{host:>6.1f} {res[torch.bfloat16]['err']:.1e}{'' if ok else ' WRONG'}")
+              f"{rcu:>6.1f} | {host:>5.1f} {host_t:>5.1f} {res[torch.bfloat16]['err']:.1e}{'' if ok else ' WRONG'}")
         for name, us in sorted(probe.items(), key=lambda x: x[1]):
             print(f"    bf16 {name:<72} {us:>9.1f} us")
         report["rows"].append({"G": G, "tokens": tokens, "sizes": sizes, "N": N, "K": K, "b": lay,
                                "torch_a_us": ta, "cugemm_a_us": ca, "torch_b_us": tb, "cugemm_b_us": cb,
-                               "bf16_vs_fp16_b_us": [cb2, hb], "cublas_bf16_vs_fp16_b_us": [xb, xh], "host_us": host, "probe_us": probe,
+                               "bf16_vs_fp16_b_us": [cb2, hb], "cublas_bf16_vs_fp16_b_us": [xb, xh], "cupy_vs_torch_b_us": [cub, tb2],
+                               "host_us": host, "torch_host_us": host_t, "probe_us": probe,
                                "err": {str(k): v for k, v in res.items()}})
     gm = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs))  # noqa: E731
     print(f"\nbf16 vs torch._grouped_mm: (a) geomean {gm(verdicts['a']):.1f}% min {min(verdicts['a']):.1f}%, "
           f"(b) geomean {gm(verdicts['b']):.1f}% min {min(verdicts['b']):.1f}% -> "
           f"{'PASS' if min(verdicts['b']) >= 100 else 'FAIL'} (every shape >= 100%, do_bench)")
+    print(f"CuPy operands vs torch._grouped_mm (b): geomean {gm(verdicts['cupy']):.1f}% min {min(verdicts['cupy']):.1f}%")
+    print(f"host time per call, cugemm / torch._grouped_mm: max {max(verdicts['host']):.2f} -> "
+          f"{'PASS' if max(verdicts['host']) <= 1 else 'FAIL'} (cugemm's at or under torch's, every shape)")
     print(f"fp16 time vs bf16 (b): min {min(verdicts['fp16']):.1f}% -> "
           f"{'PASS' if min(verdicts['fp16']) >= 95 else 'FAIL'} (within 5%)")
     if args.json:

@@ -20,10 +20,8 @@ Aliases: hgemm_mma_fast / bgemm_mma_fast, the top rung (mma2x4_warp4x8x4_stage4_
 """
 from __future__ import annotations
 
-import dataclasses
-
 from ..dtypes import get as _dtype
-from ..variant import Candidate, Variant
+from ..variant import Candidate, Variant, dense_batched
 
 PAD = 8  # halves of padding per shared row in rungs 2-4 (conflict-free fragment reads)
 EDGE_MULTIPLE = (1, 8, 8)  # rows of A (K) and B (N) start 16-byte aligned: any M, N % 8, K % 8
@@ -82,10 +80,8 @@ def _swizzle_batched(v: Variant, order: int) -> Variant:
     """The batched form of the _edge rung `v` (08_swizzle_batched.cu, hgemm_mma_swizzle_batched): a batch of
     products in one launch on the GPUs without wgmma (cugemm.batched), the products in grid z. Rated
     as `v`, preference `order` (candidates of batched problems only)."""
-    return dataclasses.replace(v, name=v.name + "_batched", source="hgemm_mma/08_swizzle_batched.cu",
-                               template="hgemm_mma_swizzle_batched", aliases=(),
-                               args_rule="batch", matmul=v.matmul._replace(order=order),
-                               doc=v.doc + "; the batched form: products in grid z, any window of the batch per operand")
+    return dense_batched(v, source="hgemm_mma/08_swizzle_batched.cu", template="hgemm_mma_swizzle_batched",
+                         order=order)
 
 
 def _ws(name, *, WARPS_M=2, WARPS_N=4, FRAGS_M=4, FRAGS_N=8, STAGES=4, GROUP=8, EDGE=False,

@@ -5,9 +5,7 @@ full Variant: template arguments in the kernel's parameter order, block shape, s
 """
 from __future__ import annotations
 
-import dataclasses
-
-from ..variant import Candidate, Variant
+from ..variant import Candidate, Variant, dense_batched
 
 F32 = dict(dtype_in="float32", dtype_out="float32", dtype_acc="float32", math="ffma")
 
@@ -120,12 +118,10 @@ VARIANTS: tuple[Variant, ...] = (
 # as that rung, preference order 300 (a candidate of batched problems; of 2-D ones after its twin).
 BATCHED_ORDER = 300
 VARIANTS += tuple(
-    dataclasses.replace(v, name=v.name + "_batched", source="sgemm/08_warp_tile_batched.cu",
-                        template="sgemm_warp_tile_dbuf_batched", aliases=(), args_rule="batch",
-                        matmul=v.matmul._replace(order=BATCHED_ORDER + i),
-                        spills="sm_80: 12 bytes; the three per-product operand pointers take registers the "
-                               "2-D kernel reads from the parameter bank, at the 128 of two blocks per SM "
-                               "(08_warp_tile_batched.cu)",
-                        doc=v.doc + "; the batched form: products in grid z, any window of the batch per operand")
+    dense_batched(v, source="sgemm/08_warp_tile_batched.cu", template="sgemm_warp_tile_dbuf_batched",
+                  order=BATCHED_ORDER + i,
+                  spills="sm_80: 12 bytes; the three per-product operand pointers take registers the 2-D "
+                         "kernel reads from the parameter bank, at the 128 of two blocks per SM "
+                         "(08_warp_tile_batched.cu)")
     for i, v in enumerate(v for v in VARIANTS if v.template == "sgemm_warp_tile_dbuf" and v.param_dict["EDGE"]
                           and v.matmul is not None))
