@@ -68,13 +68,14 @@ def choose(rows: int, groups: int, N: int, K: int, dtype: str, b_layout: str) ->
     the mean, rows / groups, is known here), N columns, depth K. The rule, fitted on
     scripts/grouped_bench.py's 'tune' set (15 MoE cases, H100, bf16, do_bench over every form; none
     of them in the judge set): 128 x 256 tiles in 4 stages (`_g128`: up to 128 groups) where the
-    groups average 128 rows or more (fastest, or within 1-4% of the fastest, on 9 of the 10 such
+    groups average 128 rows or more (fastest, or within 4% of the fastest, on 10 of the 12 such
     cases); else, and for more than 128 groups, 128 x 256 in 3 stages with 4 staging boxes, fastest
-    or within 0.2% on the cases of 32-96 rows a group; 128 x 128 tiles where N is at most 128 (a
-    256-wide tile half empty). Not chosen: 192 x 128 tiles (`_wg3`), fastest by 8-15% on groups of
-    exactly 160-192 rows (one 192-row tile where 128-row tiles take two), but 7-20% slower on uneven
-    groups of the same mean (137-196 rows) and 4-21% slower on large groups; pass it as `variant=`
-    where groups are known to be that size."""
+    or within 0.3% on the cases of 32-96 rows a group; 128 x 128 tiles where N is at most 128 (a
+    256-wide tile half empty). Not chosen: 192 x 128 tiles (`_wg3`), fastest on groups of exactly
+    160 and 192 rows (one 192-row tile where 128-row tiles take two; the chosen form takes 15% and
+    8% longer there: the other two of the 12), but 7-20% slower than the fastest on uneven groups of
+    the same mean (137-197 rows) and 2-21% slower on groups of 384 rows or more; pass it as
+    `variant=` where groups are known to be that size."""
     names = forms(dtype, b_layout, groups)
 
     def form(bn: int, stages: int, epi: int):
