@@ -24,14 +24,16 @@ outermost dimension, and one persistent grid walking batches x tiles. So:
   group of its own ('...|batched', cugemm.tuning), else rated by the fallback model as rung 7 with
   their tiles.
 
-fp16 and bf16 on sm_90 take those wgmma forms. Elsewhere the batch runs in one launch of a dense
-form, the products in grid z (at most 65535): fp16 / bf16 on sm_80-sm_89 (and Blackwell) the mma.sync
-_edge rungs' batched form (kernels/hgemm_mma/08_swizzle_batched.cu), float32 (exact FP32, any GPU) the
-FP32 any-shape warp-tile rung's (kernels/sgemm/08_warp_tile_batched.cu); they read dense row-major
-matrices, so anything else (a transposed or padded operand) is copied dense first. What returns
-None, and runs as one launch per product: float32 with allow_tf32 where that loop of TF32 launches
-is estimated faster than one exact FP32 launch (tf32_loop_us: large products), a GPU before sm_80, a
-named 2-D variant, a product too large for 32-bit indices, more than 65535 products for a dense form.
+fp16 and bf16 on sm_90 take those wgmma forms, float32 with allow_tf32 on sm_90 the TF32 rung's
+batched form (kernels/hgemm_wgmma/05_tf32.cu, BATCHED: 3-D maps of A and B, row-major operands,
+C's rows dense). Elsewhere the batch runs in one launch of a dense form, the products in grid z
+(blocks loop over z past 65535 products): fp16 / bf16 on sm_80-sm_89 (and Blackwell) the mma.sync
+_edge rungs' batched form (kernels/hgemm_mma/08_swizzle_batched.cu), float32 (exact FP32, any GPU,
+and with allow_tf32 off sm_90: exact where TF32 was allowed) the FP32 any-shape warp-tile rung's
+(kernels/sgemm/08_warp_tile_batched.cu); they read dense row-major matrices, so anything else (a
+transposed or padded operand) is copied dense first. A named variant must be one of these batched
+forms (a 2-D kernel is refused: ValueError). What still runs product by product: a product too
+large for the kernels' 32-bit indices (each piece then 2^31 elements or more, cugemm.serve.pieces).
 """
 from __future__ import annotations
 
@@ -96,24 +98,27 @@ def forms(dtype: dtypes.DType, a_layout: str, b_layout: str) -> list[str]:
     return [v.name for v in sorted(found, key=lambda v: v.matmul.order)]
 
 
-def problem(count: int, M: int, N: int, K: int, dtype, a_layout: str, b_layout: str, dev) -> select.Problem:
+def problem(count: int, M: int, N: int, K: int, dtype, a_layout: str, b_layout: str, dev,
+            allow_tf32: bool = False) -> select.Problem:
     """The select.Problem a batch is ranked as: its stacked rows (count x round_up(M, TILE_M)) by N
-    by K, dense lines in the given layouts, batched."""
+    by K, dense lines in the given layouts, batched (its index and grid rules checked on one
+    product's M rows)."""
     Meq = count * round_up(M, TILE_M)
     return select.Problem(Meq, N, K, dtype, Layout(a_layout, K if a_layout == "row" else Meq, 16),
                           Layout(b_layout, N if b_layout == "row" else K, 16), Layout("row", N, 16), dev,
-                          batched=True)
+                          batched=True, allow_tf32=allow_tf32, rows=M)
 
 
 def choose(count: int, M: int, N: int, K: int, dtype, a_layout: str, b_layout: str, dev, measured,
-           variant=None, dense: bool = False) -> select.Choice:
+           variant=None, dense: bool = False, tf32: bool = False) -> select.Choice:
     """select's choice among the batched forms reading these layouts (problem(); none other: a batched
-    form copies nothing itself): the wgmma forms, or (dense) the mma.sync ones, whose operands were
-    judged by the dense rule; Choice.plan.note says what was ranked. `variant`: the batched form to
-    run instead (ValueError if it is not one of them)."""
-    p = problem(count, M, N, K, dtype, a_layout, b_layout, dev)
+    form copies nothing itself): the wgmma forms, or (dense) the mma.sync and FP32 ones, whose
+    operands were judged by the dense rule; float32 forms that multiply in TF32 only with `tf32`, and
+    then only those. Choice.plan.note says what was ranked. `variant`: the batched form to run
+    instead (ValueError if it is not one of them)."""
+    p = problem(count, M, N, K, dtype, a_layout, b_layout, dev, tf32)
     names = [n for n in forms(dtype, a_layout, b_layout)  # (select would also plan copies into other layouts)
-             if (get_variant(n).math != "wgmma") == dense]
+             if (get_variant(n).math != "wgmma") == dense and (get_variant(n).math_dtype == "tfloat32") == tf32]
     # products of at most 128 rows: a 192-row tile computes half as many rows again for nothing (the
     # tuning group is the stacked rows', which other row counts share; in the tuned table no bucket
     # of such products has a 192-row form fastest: 0 of 8)
@@ -137,9 +142,10 @@ class BatchedReady:
     addresses, cugemm.prepared), the copies it needs (flags copy_a, copy_b, via_c; their dense
     padded shapes in `shapes`; `batch`, the broadcast batch shape they are taken over) and its
     workspace (`need`: the dynamic walk's counters, cugemm.workspace). direct: one launch on the
-    operands where they lie; fast: no copy (what cugemm.serve's serving paths replay)."""
+    operands where they lie (a dense form: one per GRID_Z_MAX products, `more` the launches after the
+    first); fast: no copy (what cugemm.serve's serving paths replay)."""
 
-    __slots__ = ("choice", "plan", "gemm", "copy_a", "copy_b", "via_c", "shapes", "fast", "direct", "count",
+    __slots__ = ("choice", "plan", "gemm", "more", "copy_a", "copy_b", "via_c", "shapes", "fast", "direct", "count",
                  "dims", "need", "dev", "batch")
 
     def __init__(self, choice, A3: Operand, B3: Operand, C3: Operand, M: int, N: int, K: int, dev: int, flags,
@@ -159,6 +165,11 @@ class BatchedReady:
         args += v.extra_args(*recs, M, N, K, raw=True, work=work, dev=info)
         grid = grids.batched_grid(v, self.count, M, N, info)
         self.gemm = Prepared(fn.kernel.ptr, grid, v.block, v.smem_dynamic, args, False)
+        # a dense form's batch past GRID_Z_MAX products: one more launch per GRID_Z_MAX, its last
+        # argument (z0) the first product it computes
+        self.more = tuple(Prepared(fn.kernel.ptr, grid[:2] + (min(grids.GRID_Z_MAX, self.count - z0),), v.block,
+                                   v.smem_dynamic, args[:-1] + (np.int32(z0),), False)
+                          for z0 in range(grids.GRID_Z_MAX, self.count if grid[2] > 1 else 0, grids.GRID_Z_MAX))
         self.choice, self.plan = choice, plan
         self.copy_a, self.copy_b, self.via_c = flags
         self.shapes = shapes
@@ -170,6 +181,8 @@ class BatchedReady:
         the stream holds them; anything else through run()."""
         if self.direct:
             self.gemm.launch((a_ptr, b_ptr, c_ptr), stream)
+            for g in self.more:
+                g.launch((a_ptr, b_ptr, c_ptr), stream)
             return
         if self.fast and workspace.launch_held(self.gemm, lib.kind, self.dev, stream, self.need,
                                                (a_ptr, b_ptr, c_ptr)):
@@ -196,7 +209,8 @@ class BatchedReady:
             bases[_C] = lib.ptr(tmp)
         if self.need is not None:
             bases[PARTIALS], bases[COUNTERS] = workspace.for_launch(lib, self.dev, stream, self.need, keep)
-        self.gemm.launch(bases, stream)
+        for g in (self.gemm,) + self.more:
+            g.launch(bases, stream)
         if tmp is not None:
             final = tuple(out.shape)
             if lib.kind == "torch":
@@ -209,31 +223,36 @@ def decide(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2
            variant=None, allow_tf32: bool = False):
     """(Choice, copy flags (A, B, C), the kernel's 3-D records of A, B, C, the dense shapes of the
     copies) for a batched product of records on device record `info`, or None where no batched form
-    applies (another type, a GPU before sm_80, a named 2-D variant, a batch the mma.sync form cannot
-    take). On sm_90 the wgmma forms read strided operands in either layout; elsewhere (or when one is
-    named) the mma.sync form reads dense row-major matrices, its products in grid z. Runs nothing."""
+    applies (another type, a GPU before sm_80). On sm_90 the wgmma forms read strided operands in
+    either layout (TF32: row-major, C's rows dense); elsewhere (or when one is named) the mma.sync and
+    FP32 forms read dense row-major matrices, their products in grid z. `variant` names the batched
+    form to run (ValueError for a 2-D kernel or a form of another type or layout). Runs nothing."""
     fp32 = A.dtype.name == "float32"
     if A.dtype.name not in ("float16", "bfloat16", "float32") or info.cc < 80:
         return None
-    if variant is not None and not get_variant(variant).batched:
-        return None
-    # the wgmma forms (sm_90) read strided operands in either layout; the mma.sync and FP32 forms dense rows
-    dense = fp32 or (get_variant(variant).math != "wgmma" if variant is not None else info.cc // 10 != 9)
+    named = get_variant(variant) if variant is not None else None
+    if named is not None and not named.batched:
+        raise ValueError(f"cugemm.matmul: {named.name} is a 2-D kernel and this batch of {math.prod(batch)} "
+                         "products does not fold into one 2-D product; name a batched form (cugemm.batched.forms) "
+                         "or none")
+    # TF32: float32 with allow_tf32 on sm_90 (the wgmma form), or a named TF32 form
+    tf32 = fp32 and (named.math_dtype == "tfloat32" if named is not None else allow_tf32 and info.cc // 10 == 9)
+    # the wgmma forms (sm_90) read strided operands; the mma.sync and FP32 forms dense rows
+    dense = (fp32 and not tf32) or (named.math != "wgmma" if named is not None else info.cc // 10 != 9)
     count = math.prod(batch)
-    if dense and count > grids.GRID_Z_MAX:
-        return None
     size = A.dtype.itemsize
     wa, wb, wc = window(batch, a_b), window(batch, b_b), window(batch, c_b)
     if wc is not None and wc[:2] != (1, count):
         wc = None  # C not one matrix per product, in order: computed into a dense batch and copied back
     la, lb = ("row", "row") if dense else (_layout(A2), _layout(B2))
-    flags = (not in_place(A2, wa, la, dense), not in_place(B2, wb, lb, dense), not in_place(C2, wc, "row", dense))
+    if tf32:
+        la = lb = "row"  # the TF32 form reads row-major A and B (strided lines), writes C's rows dense
+    flags = (not in_place(A2, wa, la, dense), not in_place(B2, wb, lb, dense),
+             not in_place(C2, wc, "row", dense or tf32))
     la, lb = ("row" if flags[0] else la), ("row" if flags[1] else lb)
-    choice = choose(count, M, N, K, A.dtype, la, lb, info, measured, variant, dense)
+    choice = choose(count, M, N, K, A.dtype, la, lb, info, measured, variant, dense, tf32)
     if choice.plan is None:
         return None
-    if fp32 and allow_tf32 and variant is None and tf32_loop_us(count, M, N, K, info, measured) < choice.plan.est_us:
-        return None  # one TF32 launch per product (the caller's loop) beats one exact FP32 launch
 
     def record(X2, win, copied, rows, cols, ptr):
         # a copy: a dense batch (of one matrix when every product reads the same) with 16-byte lines
@@ -252,20 +271,6 @@ def decide(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2
     B3, kb = record(B2, wb, flags[1], K, N, B.ptr)
     C3, kc = record(C2, wc, flags[2], M, N, O.ptr)
     return choice, flags, (A3, B3, C3), (ka, kb, kc)
-
-
-LOOP_US = 20.0  # what the loop of one launch per product adds per product (H100 host: 19-77 us measured)
-
-
-def tf32_loop_us(count: int, M: int, N: int, K: int, info, measured) -> float:
-    """The estimated time of a float32 batch run with TF32 as one launch per product: `count` times
-    (LOOP_US + the TF32 plan's estimate for one M x N x K product). cugemm.matmul keeps that loop only
-    where it beats the FP32 batched form's one launch: on the H100, 8 x 4096^2 x 128 loops (262 us
-    against 1055), 32 x 1024^2 x 128 does not (604 against 284), nor 64 x 512^2 x 64 (4920 against 108)."""
-    p = select.Problem(M, N, K, dtypes.FLOAT32, Layout("row", K, 16), Layout("row", N, 16), Layout("row", N, 16),
-                       info, allow_tf32=True)
-    one = select.select(p, measured).plan
-    return count * (LOOP_US + (one.est_us if one is not None else 0.0))
 
 
 def plan_batched(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2, B2, C2, dev: int,

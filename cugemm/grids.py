@@ -22,10 +22,7 @@ def persistent_grid(v, M, N, K, dev):
     g = _GRIDS.get(key)
     if g is None:
         c = v.cluster[0]
-        tm, tn = cdiv(M, v.tile[0]), cdiv(N, v.tile[1])
-        along_n = "CLUSTER_N" in v.param_dict or v.param_dict.get("ALONG_M") is False
-        clusters = cdiv(tn, c) * tm if along_n else cdiv(tm, c) * tn
-        g = (max(c, min(clusters, sms // c) * c), 1, 1)
+        g = (max(c, min(_cluster_tiles(v, M, N), sms // c) * c), 1, 1)
         if len(_GRIDS) > 4096:
             _GRIDS.clear()
         _GRIDS[key] = g
@@ -33,30 +30,41 @@ def persistent_grid(v, M, N, K, dev):
 
 
 def batched_persistent_grid(v, batches: int, M: int, N: int, dev) -> tuple:
-    """persistent_grid for the batched forms (clusters along M): one block per SM, or fewer when the
-    batches' tiles (batches x the cluster tiles of one M x N product) are fewer; whole clusters."""
+    """persistent_grid for the batched forms: one block per SM, or fewer when the batches' tiles
+    (batches x the cluster tiles of one M x N product) are fewer; whole clusters."""
     c = v.cluster[0]
-    clusters = batches * cdiv(cdiv(M, v.tile[0]), c) * cdiv(N, v.tile[1])
+    clusters = batches * _cluster_tiles(v, M, N)
     return (max(c, min(clusters, dev.sms // c) * c), 1, 1)
+
+
+def _cluster_tiles(v, M: int, N: int) -> int:
+    """The cluster tiles of one M x N product: clusters along M, or along N for the kernels with a
+    CLUSTER_N parameter and the 64-row rung with ALONG_M false."""
+    c = v.cluster[0]
+    tm, tn = cdiv(M, v.tile[0]), cdiv(N, v.tile[1])
+    along_n = "CLUSTER_N" in v.param_dict or v.param_dict.get("ALONG_M") is False
+    return cdiv(tn, c) * tm if along_n else cdiv(tm, c) * tn
 
 
 def batched_grid(v, batches: int, M: int, N: int, dev) -> tuple:
     """The grid of a batched form for `batches` products of M x N: the persistent forms' (one block
     per SM or fewer, batched_persistent_grid), else the 2-D tile grid with the products in z (the
-    mma.sync batched form; at most GRID_Z_MAX products)."""
+    dense forms; at most GRID_Z_MAX deep: a larger batch takes one launch per GRID_Z_MAX products,
+    cugemm.batched.BatchedReady)."""
     if v.grid_rule == "persistent":
         return batched_persistent_grid(v, batches, M, N, dev)
-    return (cdiv(N, v.tile[1]), cdiv(M, v.tile[0]), batches)
+    return (cdiv(N, v.tile[1]), cdiv(M, v.tile[0]), min(batches, GRID_Z_MAX))
 
 
-GRID_Z_MAX = 65535  # products of one launch of a tile-grid batched form (CUDA's limit on gridDim.z)
+GRID_Z_MAX = 65535  # CUDA's limit on gridDim.z: the products of one launch of a dense batched form
 
 
 def batch_args(v, A, B, C, M: int, N: int, K: int, raw: bool = False) -> tuple:
     """The batch arguments of a dense batched form (the mma.sync one: after a, b, c, M, N, K):
-    A's (div, mod, matrix stride in elements), B's, then C's matrix stride, from the operand records
-    (tma_args.batch_of: 3-D or 5-D records as cugemm.batched makes them; a 2-D record is one matrix:
-    (1, 1, 0))."""
+    A's (div, mod, matrix stride in elements), B's, then C's matrix stride and z0 = 0 (the launch's
+    first product; BatchedReady's later launches of a batch past GRID_Z_MAX change it), from the
+    operand records (tma_args.batch_of: 3-D or 5-D records as cugemm.batched makes them; a 2-D record
+    is one matrix: (1, 1, 0))."""
     from .tma_args import batch_of
 
     out = []
@@ -64,7 +72,7 @@ def batch_args(v, A, B, C, M: int, N: int, K: int, raw: bool = False) -> tuple:
         n, step, div = batch_of(op)
         out += [np.int32(div), np.int32(n), np.int64(step // op.dtype.itemsize)]
     n_c, step_c, _ = batch_of(C)
-    return (*out, np.int64(step_c // C.dtype.itemsize))
+    return (*out, np.int64(step_c // C.dtype.itemsize), np.int32(0))
 
 
 def dynamic_walk_need(v, M: int, N: int, K: int, dev):

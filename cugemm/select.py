@@ -87,6 +87,7 @@ class Problem:
     allow_tf32: bool = False
     batched: bool = False  # a batch in one launch, ranked as its stacked rows (cugemm.batched): its candidates
                            # are the batched forms, its measurements a tuning group of their own
+    rows: int = 0  # batched: one product's rows, what the kernels' 32-bit indices and grids are checked on
 
     @property
     def flops(self) -> float:
@@ -159,9 +160,10 @@ def make_plan(v: Variant, p: Problem) -> tuple[Plan | None, str]:
     if why:
         return None, why
     M, N, K = p.M, p.N, p.K
+    rows = p.rows if p.batched and p.rows else M  # the rows a kernel indexes (a batch: one product's)
     size = p.dtype.itemsize
     try:  # in place: the shape rules as they are
-        v.check_dims(M, N, K)
+        v.check_dims(rows, N, K)
         dims = (M, N, K)
     except ValueError as e:
         msg = str(e).split(": ", 1)[-1]
@@ -170,7 +172,7 @@ def make_plan(v: Variant, p: Problem) -> tuple[Plan | None, str]:
         mm, mn, mk = v.multiple_of
         dims = (round_up(M, mm), round_up(N, mn), round_up(K, mk))
         try:
-            v.check_dims(*dims)
+            v.check_dims(round_up(rows, mm), *dims[1:])
         except ValueError as e2:
             return None, str(e2).split(": ", 1)[-1]
     pad = dims != (M, N, K)

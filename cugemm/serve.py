@@ -630,7 +630,8 @@ def _general_ready(a, b, out, allow_tf32, variant, verbose, lib):
         if r is not None:  # the whole batch in one launch (cugemm.batched)
             r.serve(lib, stream, A.ptr, B.ptr, O.ptr, a, b, out)
             return out, r
-        else:  # a product of no batched form (TF32, a GPU before sm_80, a named 2-D variant: batched.decide)
+        else:  # products too large for 32-bit indices, run piece by piece (or what no batched form takes:
+            # another type, a GPU before sm_80, which the 2-D path then refuses)
             for idx in np.ndindex(*batch):
                 Ai = A2._replace(ptr=A.ptr + sum(i * s for i, s in zip(idx, a_b)))
                 Bi = B2._replace(ptr=B.ptr + sum(i * s for i, s in zip(idx, b_b)))

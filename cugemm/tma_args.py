@@ -134,18 +134,27 @@ def maps_persistent(v, A, B, C, M, N, K):
         batch = (groups, np.int32(1), np.int32(1), np.int32(1), groups)
     elif batched:
         count, _, c_div = batch_of(C)
-        windows = []
-        for what, op in (("A", A), ("B", B)):
-            n, _, div = batch_of(op)
-            if c_div != 1 or count % (n * div):
-                raise ValueError(f"{v.name}: {what} holds {n} matrices, each for {div} products in a row, and C "
-                                 f"{count} (one per product); the first must divide the second")
-            windows += [np.int32(div), np.int32(n)]
-        batch = (np.int32(count), *windows)
+        if c_div != 1:
+            raise ValueError(f"{v.name}: C must hold one matrix per product")
+        batch = (np.int32(count), *_windows(v, A, B, count))
     if v.param_dict.get("ANY_C"):
         osize = v.dt_out.itemsize
         return ma, mb, np.int32(row_stride(C, N, osize) // osize if M > 1 else N), *batch
     return ma, mb, map_c(v, C, M, N, (64, 64), maps_3d), *batch
+
+
+def _windows(v, A, B, count: int) -> tuple:
+    """(A's div, A's mod, B's div, B's mod) of a batched launch of `count` products: product z reads
+    A's matrix z // div % mod (batch_of), B's likewise; ValueError when an operand's matrices do not
+    tile the products."""
+    out = []
+    for what, op in (("A", A), ("B", B)):
+        n, _, div = batch_of(op)
+        if count % (n * div):
+            raise ValueError(f"{v.name}: {what} holds {n} matrices, each for {div} products in a row, and C "
+                             f"{count} (one per product); the first must divide the second")
+        out += [np.int32(div), np.int32(n)]
+    return tuple(out)
 
 
 def maps_bt(v, A, B, C, M, N, K):
@@ -156,11 +165,17 @@ def maps_bt(v, A, B, C, M, N, K):
 
 def maps_tf32(v, A, B, C, M, N, K):
     """TF32: float32 A (box {32 k, 256 / CLUSTER_N rows}) and B (box {32 columns, 32 k}) loaded as
-    TFLOAT32 (the copy engine rounds to TF32), 128-byte swizzled."""
+    TFLOAT32 (the copy engine rounds to TF32), 128-byte swizzled; then the batch (products, A's div
+    and mod, B's div and mod, C's matrix stride in floats): (1, 1, 1, 1, 1, 0) but for the BATCHED
+    form, whose maps of A and B are 3-D over the records' batches (batch_of, as maps_persistent)."""
     cn = v.cluster[0]
-    ma = tma.tensor_map_2d(A.ptr, "tfloat32", M, K, row_stride(A, K, 4), (32, 256 // cn))
-    mb = tma.tensor_map_2d(B.ptr, "tfloat32", K, N, row_stride(B, N, 4), (32, 32))
-    return ma, mb
+    batched = bool(v.param_dict.get("BATCHED"))
+    ma = _map(A, "tfloat32", M, K, row_stride(A, K, 4), (32, 256 // cn), batched)
+    mb = _map(B, "tfloat32", K, N, row_stride(B, N, 4), (32, 32), batched)
+    if not batched:
+        return ma, mb, *(np.int32(1),) * 5, np.int64(0)
+    count, c_step, _ = batch_of(C)
+    return ma, mb, np.int32(count), *_windows(v, A, B, count), np.int64(c_step // 4)
 
 
 def maps_small_m(v, A, B, C, M, N, K):

@@ -2,7 +2,7 @@
 """Issue 26's batched bench: cugemm.matmul on attention-shaped batches against torch.bmm, and on
 broadcast batches against torch.matmul, torch tensors, one process.
 
-    python3 scripts/batched_bench.py [--dtypes f16,bf16] [--json PATH] [--rounds 5]
+    python3 scripts/batched_bench.py [--dtypes f16,bf16[,tf32]] [--json PATH] [--rounds 5]
 
 Shapes (BATCHED below; none of them is in a tuning set: the batched forms are ranked by their 2-D
 twins' table): batch 8-256, M and N 64-4096, K 64-256, B row-major (p @ v-like) or a transposed
@@ -12,13 +12,14 @@ scripts/serving_bench.py: (a) back to back without a flush, medians of alternati
 timed with CUDA events; (b) triton.testing.do_bench (L2 flushed between calls), median of 3
 alternating rounds. ratio = torch us / cugemm us * 100. Acceptance per dtype: geometric mean >=
 100% in (a) and (b) over BATCHED, no shape below 90%; BROADCAST at >= 100% of torch.matmul.
-Nothing is asserted: the exit status is 0 whatever the verdicts.
+tf32: float32 operands with TF32 allowed on both sides (torch.backends.cuda.matmul.allow_tf32,
+cugemm.matmul(..., allow_tf32=True)). Nothing is asserted: the exit status is 0 whatever the verdicts.
 """
 import argparse
 import json
 import math
 
-DTYPES = {"f16": "float16", "bf16": "bfloat16"}
+DTYPES = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32"}
 # (batch, M, N, K, B transposed view): attention-shaped batches
 BATCHED = [
     (64, 512, 512, 64, False), (32, 1024, 1024, 128, False), (8, 4096, 4096, 128, False),
@@ -55,6 +56,9 @@ def main():
     report = {"device": torch.cuda.get_device_name(), "rows": []}
     for key in args.dtypes.split(","):
         dt = getattr(torch, DTYPES[key])
+        tf32 = key == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        math_dtype = "tfloat32" if tf32 else DTYPES[key]
         cases = [("bmm", (b,), (b,), M, N, K, tr) for b, M, N, K, tr in BATCHED]
         cases += [("broadcast", ba, bb, M, N, K, False) for ba, bb, M, N, K in BROADCAST]
         print(f"\n{key}: batch x (M x N x K)        B      torch us  cugemm us  ratio (a)   torch us  cugemm us  ratio (b)"
@@ -70,10 +74,10 @@ def main():
                 f_torch = lambda a=a, b=b: torch.bmm(a, b)  # noqa: E731
             else:
                 f_torch = lambda a=a, b=b: torch.matmul(a, b)  # noqa: E731
-            f_cugemm = lambda a=a, b=b: cugemm.matmul(a, b)  # noqa: E731
+            f_cugemm = lambda a=a, b=b: cugemm.matmul(a, b, allow_tf32=tf32)  # noqa: E731
             ref, got = torch.matmul(a.double(), b.double()), f_cugemm()
             err = float((got.double() - ref).norm() / ref.norm())
-            ok = accuracy.within(err, DTYPES[key], "float32")
+            ok = accuracy.within(err, math_dtype, "float32")
             ta, ca, _ = back_to_back(f_torch, f_cugemm, args.rounds)
             tb, cb = do_bench_pair(do_bench, f_torch, f_cugemm) if do_bench else (math.nan, math.nan)
             count = math.prod(torch.broadcast_shapes(tuple(ba), tuple(bb)))
@@ -81,8 +85,8 @@ def main():
             row = dict(dtype=key, kind=kind, a_batch=list(ba), b_batch=list(bb), M=M, N=N, K=K, b_transposed=tr,
                        torch_a_us=ta, cugemm_a_us=ca, ratio_a=100 * ta / ca, torch_b_us=tb, cugemm_b_us=cb,
                        ratio_b=100 * tb / cb, tflops_b=flops / cb / 1e6, err=err, correct=ok,
-                       plan=cugemm.explain(a, b).plan.variant.name)
-            if args.probe and kind == "bmm" and do_bench:
+                       plan=cugemm.explain(a, b, allow_tf32=tf32).plan.variant.name)
+            if args.probe and kind == "bmm" and do_bench and not tf32:
                 from cugemm import batched
 
                 forms = batched.forms(cugemm.get_variant(row["plan"]).dt_in, "row", "col" if tr else "row")

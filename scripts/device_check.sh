@@ -27,8 +27,8 @@
 #             each within the 550 s a call allows only when split into several calls
 #   batched   batched products in one launch: tests/test_gpu_batched.py, then scripts/batched_bench.py
 #             (attention-shaped batches against torch.bmm, broadcast ones against torch.matmul), JSON
-#             to results/judge/batched.json. Name it (with `SANITIZE='*_batched*' ... sanitize batched`
-#             for the sanitizers over the batched forms)
+#             to results/judge/batched.json (BATCHED_ARGS: its options, e.g. "--dtypes f16,bf16,tf32"). Name
+#             it (with `SANITIZE='*_batched*' ... sanitize batched` for the sanitizers over the batched forms)
 #   grouped   grouped products in one launch: tests/test_gpu_grouped.py, then scripts/grouped_bench.py
 #             (MoE shapes against torch._grouped_mm; GROUPED_ARGS: its options), JSON to
 #             results/judge/grouped.json. Name it (with `SANITIZE='*_grouped*' ... sanitize grouped`)
@@ -243,7 +243,7 @@ judge_phase() {
   grep -q WRONG "$out/$kind.txt" && { echo "${kind}_bench: a wrong result"; status=1; }
   [ -f "$out/$kind.json" ] && cp "$out/$kind.json" "results/judge/$kind.json"
 }
-has batched && judge_phase batched
+has batched && judge_phase batched "${BATCHED_ARGS:-}"
 has grouped && judge_phase grouped "${GROUPED_ARGS:-}"
 
 if has peak; then

@@ -91,17 +91,44 @@ def test_float32_takes_the_fp32_batched_form():
     choice, flags, recs, _ = batched.decide(*args)
     v = choice.plan.variant
     assert v.template == "sgemm_warp_tile_dbuf_batched" and flags == (False, False, False)
-    assert [int(x) for x in v.extra_args(*recs, 64, 64, 64)] == [1, 4, 4096, 1, 4, 4096, 4096]
+    assert [int(x) for x in v.extra_args(*recs, 64, 64, 64)] == [1, 4, 4096, 1, 4, 4096, 4096, 0]
 
 
-def test_tf32_batches_loop_only_where_the_loop_is_estimated_faster():
-    """With allow_tf32, one TF32 launch per product (the caller's loop, LOOP_US a product) against one
-    exact FP32 launch: many small products take the launch, a few large ones the loop."""
-    small, large = _fp32_args(64, 256), _fp32_args(8, 4096)
-    assert batched.tf32_loop_us(64, 256, 256, 256, H100, small[-1]) > batched.decide(*small)[0].plan.est_us
-    assert batched.decide(*small, allow_tf32=True) is not None
-    assert batched.decide(*large, allow_tf32=True) is None
-    assert batched.decide(*large) is not None  # exact FP32: one launch whatever the size
+def test_tf32_batches_take_the_tf32_batched_form_on_sm90(fake_encode):
+    """With allow_tf32 on sm_90, one launch of the TF32 rung's batched form whatever the size; exact
+    FP32 (the dense form) without it, and off sm_90 (no TF32 batched form there)."""
+    for count, n in ((64, 256), (8, 4096)):
+        args = _fp32_args(count, n)
+        choice, flags, recs, _ = batched.decide(*args, allow_tf32=True)
+        v = choice.plan.variant
+        assert v.math_dtype == "tfloat32" and v.param_dict["BATCHED"] and flags == (False, False, False)
+        assert all(q.variant.math_dtype == "tfloat32" for q in choice.ranked)
+        *maps, products, a_div, a_mod, b_div, b_mod, c_stride = v.extra_args(*recs, n, n, n, raw=True)
+        assert [int(x) for x in (products, a_div, a_mod, b_div, b_mod, c_stride)] == [count, 1, count, 1, count, n * n]
+        assert [m.spec.depth for m in maps] == [count, count]
+        assert batched.decide(*args)[0].plan.variant.math == "ffma"  # exact FP32 unless TF32 is allowed
+    a100 = _fp32_args(8, 256)[:-2] + (Device(80, 108, 166912, "NVIDIA A100"), _fp32_args(8, 256)[-1])
+    assert batched.decide(*a100, allow_tf32=True)[0].plan.variant.math == "ffma"
+
+
+def test_a_named_2d_kernel_is_refused_for_a_batch():
+    args = _fp32_args(4, 64)
+    with pytest.raises(ValueError, match="2-D kernel"):
+        batched.decide(*args, variant="hgemm_wgmma_tf32_m64n256k8_persistent_stage4")
+    v = batched.decide(*args, variant="hgemm_wgmma_tf32_m64n256k8_persistent_stage4_batched")[0].plan.variant
+    assert v.name == "hgemm_wgmma_tf32_m64n256k8_persistent_stage4_batched"
+
+
+def test_dense_forms_loop_over_products_past_grid_z():
+    """More than 65535 products: grid z stops at 65535 (BatchedReady launches the rest, one launch per
+    65535 products, each with its first product z0 as the last argument: 0 here)."""
+    from cugemm import grids
+
+    args = _fp32_args(70000, 8)
+    choice, flags, recs, _ = batched.decide(*args)
+    v = choice.plan.variant
+    assert grids.batched_grid(v, 70000, 8, 8, H100)[2] == grids.GRID_Z_MAX
+    assert int(v.extra_args(*recs, 8, 8, 8)[-1]) == 0
 
 
 def test_gpus_before_sm80_have_no_batched_form():
@@ -126,7 +153,7 @@ def test_gpus_without_wgmma_take_the_mma_sync_batched_form():
         assert flags == (False, False, False) and all(q.variant.math == "mma" for q in choice.ranked)
         args = v.extra_args(*recs, M, N, K)
         # A: product z reads matrix z (512 x 64 elements apart); B: z % 16; C: z
-        assert [int(x) for x in args] == [1, 128, 512 * 64, 1, 16, 64 * 512, 512 * 512]
+        assert [int(x) for x in args] == [1, 128, 512 * 64, 1, 16, 64 * 512, 512 * 512, 0]
         assert grids_of(v, M, N, info) == (512 // v.tile[1], 4, 128)
 
 
@@ -151,3 +178,10 @@ def test_products_of_at_most_128_rows_skip_the_192_row_tiles():
     assert all(q.variant.tile[0] <= 128 for q in choice.ranked)
     (choice, _, _, _), _ = _decide((64, 576, 64), (64, 64, 576))  # 192-row tiles still ranked for taller products
     assert any(q.variant.tile[0] == 192 for q in choice.ranked)
+
+
+def test_a_batch_larger_than_32_bit_indices_in_all_is_one_launch():
+    """The index and grid rules are a product's: 256 products of 4096 x 4096 (2^32 elements of C in
+    all, each product's 2^24) still take one batched launch."""
+    (choice, flags, _, _), _ = _decide((256, 4096, 4096), (256, 4096, 4096))
+    assert choice.plan.variant.param_dict["BATCHED"] and flags == (False, False, False)

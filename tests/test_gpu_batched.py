@@ -226,3 +226,55 @@ def test_the_mma_sync_batched_form(name, case):
     assert _margins_poisoned(buf, shape), "a write outside the output"
     choice = cugemm.explain(a, b, out, variant=name)
     assert choice.plan.variant.name == name and "one launch" in choice.plan.note
+
+
+# float32 with allow_tf32 on sm_90: the TF32 rung's batched form (row-major A and B read in place
+# where they are one window of 16-byte lines; C's rows dense); off sm_90, exact FP32 in one launch
+TF32_CASES = [
+    ((8,), (8,), 1024, 1024, 128, "row", "row"),       # the shape that looped before (8 x 4096^2 x 128's kind)
+    ((64,), (64,), 512, 512, 64, "row", "row"),
+    ((2, 3), (3,), 300, 200, 96, "row", "row"),        # B one window: read in place by 2 x 3 products
+    ((1,), (6,), 256, 384, 64, "row", "row"),          # A one matrix for every product
+    ((4,), (4,), 100, 77, 61, "row", "row"),           # N, K not multiples of 4: copies
+    ((5,), (5,), 257, 136, 72, "padded", "col"),       # strided A in place, a transposed B copied
+    ((3,), (3,), 64, 640, 40, "row", "row"),           # one tile row, a partial last K-tile
+]
+
+
+@pytest.mark.parametrize("case", TF32_CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-{c[2]}x{c[3]}x{c[4]}-{c[5]},{c[6]}")
+def test_tf32_batches_are_one_launch(case):
+    ba, bb, M, N, K, la, lb = case
+    a0, b0 = _random("float32", ba + (M, K)), _random("float32", bb + (K, N))
+    a, b = _relaid(a0, la), _relaid(b0, lb)
+    shape = tuple(np.broadcast_shapes(ba, bb)) + (M, N)
+    out, buf = _guarded_out(shape, "float32")
+    choice = cugemm.explain(a, b, out, allow_tf32=True)
+    cugemm.matmul(a, b, out=out, allow_tf32=True)
+    cupy.cuda.Device().synchronize()
+    ref = cupy.matmul(testing.to_float64(a0), testing.to_float64(b0))
+    err = accuracy.rel_error(out, ref)
+    v = choice.plan.variant
+    assert v.batched and "one launch" in choice.plan.note, str(choice)
+    if cupy.cuda.Device().compute_capability.startswith("9"):
+        assert v.math_dtype == "tfloat32", v.name
+    assert accuracy.within(err, v.math_dtype, "float32"), err
+    assert _margins_poisoned(buf, shape), "a write outside the output"
+
+
+def test_a_named_2d_kernel_is_refused_for_a_batch():
+    a, b = _random("float16", (5, 200, 64)), _random("float16", (5, 64, 192))
+    with pytest.raises(ValueError, match="2-D kernel"):
+        cugemm.matmul(a, b, variant="hgemm_wgmma_m64n128k16_persistent_tma_store_stage6")
+
+
+@pytest.mark.parametrize("dtype,variant", [("float32", None), ("float16", MMA_FORMS[0])])
+def test_more_than_65535_products(dtype, variant):
+    """Past CUDA's 65535 blocks in grid z a dense batched form takes one launch per 65535 products."""
+    n = 70001
+    a0, b0 = _random(dtype, (n, 5, 16)), _random(dtype, (n, 16, 8))
+    out = testing.poisoned((n, 5, 8), dtype)
+    cugemm.matmul(a0, b0, out=out, variant=variant)
+    cupy.cuda.Device().synchronize()
+    _check(out, a0, b0)
+    tail = cupy.matmul(testing.to_float64(a0[-3:]), testing.to_float64(b0[-3:]))
+    assert accuracy.rel_error(out[-3:], tail) < accuracy.tolerance(dtype, "float32")

@@ -119,9 +119,6 @@ VARIANTS: tuple[Variant, ...] = (
 BATCHED_ORDER = 300
 VARIANTS += tuple(
     dense_batched(v, source="sgemm/08_warp_tile_batched.cu", template="sgemm_warp_tile_dbuf_batched",
-                  order=BATCHED_ORDER + i,
-                  spills="sm_80: 12 bytes; the three per-product operand pointers take registers the 2-D "
-                         "kernel reads from the parameter bank, at the 128 of two blocks per SM "
-                         "(08_warp_tile_batched.cu)")
+                  order=BATCHED_ORDER + i)
     for i, v in enumerate(v for v in VARIANTS if v.template == "sgemm_warp_tile_dbuf" and v.param_dict["EDGE"]
                           and v.matmul is not None))

@@ -10,8 +10,9 @@
 // C's z-th, c_stride elements apart. cugemm.batched finds the windows (batched.window) and copies an
 // operand that is not one.
 // Template parameters: 05_swizzle.cu's. Launch: grid = (ceil(N / BN), ceil(M / BM), products
-//   (<= 65535)), block and dynamic shared memory 05_swizzle.cu's; extra arguments after K: a_div,
-//   a_mod, a_stride, b_div, b_mod, b_stride, c_stride (strides in elements, 64-bit).
+//   (at most 65535)), block and dynamic shared memory 05_swizzle.cu's; extra arguments after K: a_div,
+//   a_mod, a_stride, b_div, b_mod, b_stride, c_stride (strides in elements, 64-bit), z0 (the first
+//   product of this launch: grid z stops at 65535, so a larger batch takes one launch per 65535).
 // Preconditions: 05_swizzle.cu's for each product (dense row-major matrices: A rows K elements
 //   long, B and C rows N); a_stride, b_stride, c_stride multiples of 8 (16-byte-aligned matrices).
 #include "05_swizzle.cu"
@@ -26,8 +27,10 @@ template <int WARPS_M, int WARPS_N, int FRAGS_M, int FRAGS_N, int BK, int STAGES
 __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, hgemm_mma::min_blocks(32 * WARPS_M * WARPS_N))
 hgemm_mma_swizzle_batched(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N,
                           int K, int a_div, int a_mod, long long a_stride, int b_div, int b_mod,
-                          long long b_stride, long long c_stride) {
-  const int z = static_cast<int>(blockIdx.z);
+                          long long b_stride, long long c_stride, int z0) {
+  const unsigned z = static_cast<unsigned>(z0) + blockIdx.z;  // launches of more than 65535 products: one per 65535
+  const T* const az = a + static_cast<long long>(z / a_div % a_mod) * a_stride;
+  const T* const bz = b + static_cast<long long>(z / b_div % b_mod) * b_stride;
   hgemm_mma_swizzle_tile<WARPS_M, WARPS_N, FRAGS_M, FRAGS_N, BK, STAGES, GROUP, RBUF, EPI, EDGE, F16ACC, T>(
-      a + z / a_div % a_mod * a_stride, b + z / b_div % b_mod * b_stride, c + z * c_stride, M, N, K);
+      az, bz, c + z * c_stride, M, N, K);
 }

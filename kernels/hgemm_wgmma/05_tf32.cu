@@ -21,13 +21,21 @@
 //     copying half of it with multicast.
 //  5. The epilogue stores C^T's fragments straight to global memory, bounded.
 //
-// Template parameters: STAGES, GROUP (tile rows per raster band), CLUSTER_N (1 or 2). Fixed: BM =
-// 256, BN = 128, BK = 32.
-// Launch: block = (384, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_N, 1, 1); dynamic shared
-//   memory hgemm_wgmma_tf32_smem_bytes<...> (Tf32Smem: STAGES * 48 KB + 1024 bytes); extra kernel
-//   arguments: tensor maps of A (box {32, 256 / CLUSTER_N}) and B (box {32, 32}), data type
-//   TFLOAT32, 128-byte swizzled.
-// Preconditions: N % 4 == 0, K % 4 == 0; a, b, c 16-byte aligned; M * N, M * K, K * N < 2^31; sm_90a.
+//  6. BATCHED: a batch of products in one launch (cugemm.batched's float32 batches with TF32 allowed),
+//     C[z] = A[(z / a_div) % a_mod] * B[(z / b_div) % b_mod] for z < batches, as rung 7's batched
+//     form (04_persistent.cu): the maps of A and B are 3-D (boxes one matrix deep, an operand's
+//     matrices one window of the batch), the walk goes over batches * (cluster tiles per product),
+//     batch-major, and product z's C starts c_stride floats after product z - 1's.
+//
+// Template parameters: STAGES, GROUP (tile rows per raster band), CLUSTER_N (1 or 2), BATCHED. Fixed:
+// BM = 256, BN = 128, BK = 32.
+// Launch: block = (384, 1, 1), grid = (min(batches * tiles, SMs) rounded to CLUSTER_N, 1, 1); dynamic
+//   shared memory hgemm_wgmma_tf32_smem_bytes<...> (Tf32Smem: STAGES * 48 KB + 1024 bytes); extra
+//   kernel arguments: tensor maps of A (box {32, 256 / CLUSTER_N}) and B (box {32, 32}), data type
+//   TFLOAT32, 128-byte swizzled (BATCHED: 3-D, boxes one matrix deep); then batches, a_div, a_mod,
+//   b_div, b_mod, c_stride (1, 1, 1, 1, 1, 0 when not BATCHED).
+// Preconditions: N % 4 == 0, K % 4 == 0; a, b, c 16-byte aligned; M * N, M * K, K * N < 2^31 (per
+// product); C's rows N floats long; sm_90a.
 #include "../lib/barrier.cuh"
 #include "../lib/raster.cuh"
 #include "../lib/swizzle.cuh"
@@ -39,14 +47,15 @@
 // (4 panels of 32 columns x 32 k rows), 128-byte swizzled.
 template <int STAGES>
 using Tf32Smem = hgemm_wgmma::RingSmem<256 * 128, 4 * 32 * 128, STAGES>;
-template <int STAGES, int GROUP, int CLUSTER_N>
+template <int STAGES, int GROUP, int CLUSTER_N, bool BATCHED>
 __device__ constexpr int hgemm_wgmma_tf32_smem_bytes = Tf32Smem<STAGES>::BYTES;
 
-template <int STAGES, int GROUP, int CLUSTER_N>
+template <int STAGES, int GROUP, int CLUSTER_N, bool BATCHED>
 __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
     hgemm_wgmma_tf32(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int M,
                      int N, int K, const __grid_constant__ TensorMap tmap_a,
-                     const __grid_constant__ TensorMap tmap_b) {
+                     const __grid_constant__ TensorMap tmap_b, int batches, int a_div, int a_mod, int b_div,
+                     int b_mod, long long c_stride) {
   using Smem = Tf32Smem<STAGES>;
   constexpr int BM = 256, BN = 128, BK = 32;
   constexpr int A_STAGE = Smem::A_STAGE;          // 256 rows of 32 floats
@@ -75,6 +84,8 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
   const ClusterTileWalk<CLUSTER_N, false> walk(tiles_m, tiles_n);  // cluster tiles: CLUSTER_N tiles side by side in N
   const int rank = CLUSTER_N > 1 ? static_cast<int>(cluster_ctarank()) : 0;
   const int num_kt = (K + BK - 1) / BK;
+  // BATCHED: cluster tile t of the walk over every product lies in product z = t / walk.count
+  const int total = BATCHED ? walk.count * batches : walk.count;
 
   const int wg = hgemm_wgmma::warpgroup_index();
   if (wg == 0) {
@@ -82,8 +93,10 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
     setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {
       Ring<STAGES> ring;
-      for (int t = walk.first(); t < walk.count; t += walk.stride) {
-        const TileCoord tc = walk.cluster_tile(t, GROUP);
+      for (int t = walk.first(); t < total; t += walk.stride) {
+        const int z = BATCHED ? t / walk.count : 0;
+        const int za = z / a_div % a_mod, zb = z / b_div % b_mod;  // the matrices of A and B product z reads
+        const TileCoord tc = walk.cluster_tile(t - z * walk.count, GROUP);
         const int m0 = tc.row * BM;
         const int n0 = (tc.col * CLUSTER_N + rank) * BN;
         const int n_load = n0 < N ? n0 : tc.col * CLUSTER_N * BN;  // a block past N computes a copy
@@ -97,17 +110,27 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
           const int s = ring.stage;
           mbarrier_wait(&empty[s], ring.phase ^ 1);
           mbarrier_arrive_expect_tx(&full[s], tx);
-          if constexpr (CLUSTER_N > 1) {
-            if (rank < live_a)
-              tma_load_2d_multicast(sA + s * A_STAGE + rank * A_PART * 128, &tmap_a, &full[s], kt * BK,
-                                    m0 + rank * A_PART, static_cast<unsigned short>((1u << CLUSTER_N) - 1));
+          constexpr unsigned short everyone = (1u << CLUSTER_N) - 1;
+          char* const a_dst = sA + s * A_STAGE + rank * A_PART * 128;
+          if constexpr (CLUSTER_N > 1 && BATCHED) {
+            if (rank < live_a) tma_load_3d_multicast(a_dst, &tmap_a, &full[s], kt * BK, m0 + rank * A_PART, za, everyone);
+          } else if constexpr (CLUSTER_N > 1) {
+            if (rank < live_a) tma_load_2d_multicast(a_dst, &tmap_a, &full[s], kt * BK, m0 + rank * A_PART, everyone);
+          } else if constexpr (BATCHED) {
+            tma_load_3d(a_dst, &tmap_a, &full[s], kt * BK, m0, za);
           } else {
-            tma_load_2d(sA + s * A_STAGE, &tmap_a, &full[s], kt * BK, m0);
+            tma_load_2d(a_dst, &tmap_a, &full[s], kt * BK, m0);
           }
 #pragma unroll
-          for (int p = 0; p < BN / 32; ++p)
-            if (p < live_b)
-              tma_load_2d(sB + s * B_STAGE + p * B_PANEL, &tmap_b, &full[s], n_load + 32 * p, kt * BK);
+          for (int p = 0; p < BN / 32; ++p) {
+            if (p >= live_b) continue;
+            char* const b_dst = sB + s * B_STAGE + p * B_PANEL;
+            if constexpr (BATCHED) {
+              tma_load_3d(b_dst, &tmap_b, &full[s], n_load + 32 * p, kt * BK, zb);
+            } else {
+              tma_load_2d(b_dst, &tmap_b, &full[s], n_load + 32 * p, kt * BK);
+            }
+          }
           ring.advance();
         }
       }
@@ -138,10 +161,12 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
     // the other consumer's wgmmas keep the tensor cores busy meanwhile.
     unsigned frag[BK / 8][4];
     Ring<STAGES> ring;
-    for (int t = walk.first(); t < walk.count; t += walk.stride) {
-      const TileCoord tc = walk.cluster_tile(t, GROUP);
+    for (int t = walk.first(); t < total; t += walk.stride) {
+      const int z = BATCHED ? t / walk.count : 0;
+      const TileCoord tc = walk.cluster_tile(t - z * walk.count, GROUP);
       const int m0 = tc.row * BM;
       const int n0 = (tc.col * CLUSTER_N + rank) * BN;
+      float* const cz = BATCHED ? c + z * c_stride : c;  // product z's C
       int prev = -1;  // stage of the previous K-tile, still to be released
       for (int kt = 0; kt < num_kt; ++kt) {
         mbarrier_wait(&full[ring.stage], ring.phase);
@@ -177,7 +202,7 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
         for (int e = 0; e < 2; ++e) {
           const int m = m0 + 8 * j + 2 * t4 + e;
           if (m < M) {
-            float* const c_row = c + static_cast<size_t>(m) * N;
+            float* const c_row = cz + static_cast<size_t>(m) * N;
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const int n = n_base + 8 * h;

@@ -62,7 +62,8 @@ CUGEMM_DEVICE void tma_load_2d_multicast(void* dst, const TensorMap* map, unsign
 }
 
 // ---- 3-D boxes: the same copies with a third coordinate c2 (a batch of matrices; the box is one
-// matrix deep). Rung 7's batched form (04_persistent.cu) addresses batch z of A, B and C with them.
+// matrix deep). Rung 7's batched form (04_persistent.cu) addresses batch z of A, B and C with them,
+// the TF32 batched form (05_tf32.cu) A and B.
 CUGEMM_DEVICE void tma_load_3d(void* dst, const TensorMap* map, unsigned long long* bar, int c0, int c1, int c2) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
@@ -76,6 +77,15 @@ CUGEMM_DEVICE void tma_load_3d(void* dst, const TensorMap* map, unsigned long lo
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
       " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(smem_addr(dst)),
       "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "l"(policy)
+      : "memory");
+}
+CUGEMM_DEVICE void tma_load_3d_multicast(void* dst, const TensorMap* map, unsigned long long* bar, int c0, int c1,
+                                         int c2, unsigned short cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2),
+      "h"(cta_mask)
       : "memory");
 }
 CUGEMM_DEVICE void tma_load_3d_multicast(void* dst, const TensorMap* map, unsigned long long* bar, int c0, int c1,

@@ -9,11 +9,13 @@
 // finds it), B's likewise, and C's z-th, c_stride elements apart. It is the mma.sync batched form's
 // wrapper (hgemm_mma/08_swizzle_batched.cu) around the FP32 rung.
 // Template parameters: 07_warp_tile.cu's. Launch: grid = (ceil(N / BN), ceil(M / BM), products
-//   (<= 65535)), block 07_warp_tile.cu's; extra arguments after K: a_div, a_mod, a_stride, b_div,
-//   b_mod, b_stride, c_stride (strides in elements, 64-bit).
+//   (at most 65535)), block 07_warp_tile.cu's; extra arguments after K: a_div, a_mod, a_stride, b_div,
+//   b_mod, b_stride, c_stride (strides in elements, 64-bit), z0 (the first product of this
+//   launch: grid z stops at 65535, so a larger batch takes one launch per 65535).
 // Registers: the 2-D kernel reads a, b and c from the parameter bank; here they are per-product values
-//   in registers, and the tile already takes the 128 registers that two blocks per SM leave on sm_80:
-//   ptxas spills 12 bytes there (sm_90: 123 registers, none). Its variant records why (spills).
+//   in registers, and the tile already takes the 128 registers that two blocks per SM leave on sm_80.
+//   With the product's index unsigned (z / a_div % a_mod an unsigned division) ptxas fits it there
+//   without spilling (with int indices it spilled 12 bytes on sm_80, 40 with z0 added).
 // Preconditions: 07_warp_tile.cu's for each product (dense row-major matrices: A rows K elements
 //   long, B and C rows N; with EDGE any M, N, K and any alignment).
 #include "07_warp_tile.cu"
@@ -23,8 +25,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, warp_tile_min_blocks(T
     sgemm_warp_tile_dbuf_batched(const float* __restrict__ a, const float* __restrict__ b,
                                  float* __restrict__ c, int M, int N, int K, int a_div, int a_mod,
                                  long long a_stride, int b_div, int b_mod, long long b_stride,
-                                 long long c_stride) {
-  const int z = static_cast<int>(blockIdx.z);
-  sgemm_warp_tile_dbuf_tile<BM, BN, BK, WARPS_M, WARPS_N, TM, TN, EDGE>(
-      a + z / a_div % a_mod * a_stride, b + z / b_div % b_mod * b_stride, c + z * c_stride, M, N, K);
+                                 long long c_stride, int z0) {
+  const unsigned z = static_cast<unsigned>(z0) + blockIdx.z;  // launches of more than 65535 products: one per 65535
+  const float* const az = a + static_cast<long long>(z / a_div % a_mod) * a_stride;
+  const float* const bz = b + static_cast<long long>(z / b_div % b_mod) * b_stride;
+  sgemm_warp_tile_dbuf_tile<BM, BN, BK, WARPS_M, WARPS_N, TM, TN, EDGE>(az, bz, c + z * c_stride, M, N, K);
 }
