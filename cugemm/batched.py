@@ -254,13 +254,14 @@ def decide(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2
     if choice.plan is None:
         return None
 
-    def record(X2, win, copied, rows, cols, ptr):
+    def record(X2, win, copied, rows, cols, ptr, dense_lines=dense):
         # a copy: a dense batch (of one matrix when every product reads the same) with 16-byte lines
-        # (padded, never read past cols); else the operand where it lies, as a 5-D record (outer,
-        # mod, div, rows, cols) whose matrices are `stride` apart (tma_args.batch_of)
+        # (padded, never read past cols; lines exactly cols long for a kernel that takes no leading
+        # dimension); else the operand where it lies, as a 5-D record (outer, mod, div, rows, cols)
+        # whose matrices are `stride` apart (tma_args.batch_of)
         if copied:
             n = 1 if win is not None and win[1] == 1 else count
-            ld = cols if dense else round_up(cols, LINE_ALIGN // size)
+            ld = cols if dense_lines else round_up(cols, LINE_ALIGN // size)
             return Operand((n, rows, cols), X2.dtype, X2.typestr, (rows * ld * size, ld * size, size), ptr, False,
                            False, False), (n, rows, ld)
         div, mod, stride = win
@@ -269,7 +270,7 @@ def decide(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2
 
     A3, ka = record(A2, wa, flags[0], M, K, A.ptr)
     B3, kb = record(B2, wb, flags[1], K, N, B.ptr)
-    C3, kc = record(C2, wc, flags[2], M, N, O.ptr)
+    C3, kc = record(C2, wc, flags[2], M, N, O.ptr, dense or tf32)  # TF32: C's rows N floats long
     return choice, flags, (A3, B3, C3), (ka, kb, kc)
 
 
