@@ -185,3 +185,23 @@ def test_a_batch_larger_than_32_bit_indices_in_all_is_one_launch():
     all, each product's 2^24) still take one batched launch."""
     (choice, flags, _, _), _ = _decide((256, 4096, 4096), (256, 4096, 4096))
     assert choice.plan.variant.param_dict["BATCHED"] and flags == (False, False, False)
+
+
+def test_tf32_batches_read_a_transposed_b_in_place(fake_encode):
+    """q @ k.T in float32 with TF32: the `_bcol` TF32 form reads B's (N, K) memory, nothing copied."""
+    count, n = 16, 256
+    A = operand.describe(_Fake((count, n, 64), _dense((count, n, 64), 4), 1 << 40, "<f4"), "A", "test")
+    s = _dense((count, n, 64), 4)
+    B = operand.describe(_Fake((count, 64, n), (s[0], s[2], s[1]), 1 << 41, "<f4"), "B", "test")
+    batch, M, K, N = (count,), n, 64, n
+    O = operand.Operand((count, M, N), A.dtype, "<f4", _dense((count, M, N), 4), 1 << 42, False, True, False)
+    (a_b, a2s, a2st), (b_b, b2s, b2st) = serve.expand(A, batch, True), serve.expand(B, batch, False)
+    A2, B2 = A._replace(shape=a2s, strides=a2st), B._replace(shape=b2s, strides=b2st)
+    C2 = O._replace(shape=(M, N), strides=O.strides[-2:])
+    meas = tuning.Measured(tuning.load_shipped(H100.name))
+    choice, flags, recs, _ = batched.decide(A, B, O, batch, M, N, K, a_b, b_b, O.strides[:1], A2, B2, C2, H100,
+                                            meas, None, True)
+    v = choice.plan.variant
+    assert v.math_dtype == "tfloat32" and v.b_layout == "col" and flags == (False, False, False)
+    maps = v.extra_args(*recs, M, N, K, raw=True)[:2]
+    assert maps[1].spec.rows == N and maps[1].spec.cols == K and maps[1].spec.depth == count

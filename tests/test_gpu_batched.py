@@ -238,6 +238,9 @@ TF32_CASES = [
     ((4,), (4,), 100, 77, 61, "row", "row"),           # N, K not multiples of 4: copies
     ((5,), (5,), 257, 136, 72, "padded", "col"),       # strided A in place, a transposed B copied
     ((3,), (3,), 64, 640, 40, "row", "row"),           # one tile row, a partial last K-tile
+    ((12,), (12,), 256, 256, 64, "row", "col"),        # q @ k.T: B read column-major in place (_bcol)
+    ((2, 3), (2, 3), 200, 77, 36, "row", "col"),       # N not a multiple of 4: a 'col' B needs none
+    ((4,), (1,), 130, 300, 68, "padded", "col"),       # B one matrix for every product, strided A
 ]
 
 
@@ -257,6 +260,8 @@ def test_tf32_batches_are_one_launch(case):
     assert v.batched and "one launch" in choice.plan.note, str(choice)
     if cupy.cuda.Device().compute_capability.startswith("9"):
         assert v.math_dtype == "tfloat32", v.name
+        if lb == "col":
+            assert v.b_layout == "col", v.name
     assert accuracy.within(err, v.math_dtype, "float32"), err
     assert _margins_poisoned(buf, shape), "a write outside the output"
 

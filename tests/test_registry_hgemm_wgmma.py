@@ -113,7 +113,11 @@ def test_record(v):
     assert v.dtype_out == v.dtype_in and v.dtype_acc == "float32"
     if v.dtype_in == "float32":  # the TF32 sibling: rounded by the copy engine, any M, 16-byte rows
         assert v.math_dtype == "tfloat32" and v.template == "hgemm_wgmma_tf32"
-        assert v.tile == (256, 128, 32) and v.block == (384, 1, 1) and v.multiple_of == (1, 4, 4)
+        # a column-major B (W of x @ W.T) has rows of K: any N
+        assert v.tile == (256, 128, 32) and v.block == (384, 1, 1)
+        assert v.multiple_of == ((1, 1, 4) if p["B_COL"] else (1, 4, 4))
+        assert ("_bcol" in v.name) == p["B_COL"] == (v.b_layout == "col")
+        assert ("_batched" in v.name) == p["BATCHED"] == v.batched
         assert v.cluster == (p["CLUSTER_N"], 1, 1)
         assert v.smem_dynamic == tf32_smem(p["STAGES"])
         assert ("_cluster2" in v.name) == (p["CLUSTER_N"] == 2)

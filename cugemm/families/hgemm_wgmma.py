@@ -246,10 +246,12 @@ def _persistent_bt(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, dtype="float16", doc
                    grid_rule="persistent", args_rule="tma_bt", **_common(name, dtype, doc, **kw))
 
 
-def _tf32(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, BATCHED=False, doc, **kw):
+def _tf32(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, B_COL=False, BATCHED=False, doc, **kw):
     return Variant(source="hgemm_wgmma/05_tf32.cu", template="hgemm_wgmma_tf32",
-                   params=(("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_N", CLUSTER_N), ("BATCHED", BATCHED)),
-                   tile=(256, 128, 32), block=(384, 1, 1), multiple_of=(1, 4, 4), cluster=(CLUSTER_N, 1, 1),
+                   params=(("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_N", CLUSTER_N), ("B_COL", B_COL),
+                           ("BATCHED", BATCHED)),
+                   tile=(256, 128, 32), block=(384, 1, 1), multiple_of=(1, 1, 4) if B_COL else (1, 4, 4),
+                   b_layout="col" if B_COL else "row", cluster=(CLUSTER_N, 1, 1),
                    grid_rule="persistent", args_rule="tma_tf32",
                    **_common(name, "float32", doc, math_dtype="tfloat32", **kw))
 
@@ -423,25 +425,33 @@ _VARIANTS_2D: tuple[Variant, ...] = (
     _tf32("hgemm_wgmma_tf32_m64n256k8_persistent_cluster2_stage4", CLUSTER_N=2, matmul=TF32[0],
           aliases=("hgemm_wgmma_tf32_fast",),
           doc="the TF32 sibling with clusters of 2 along N sharing the A tile (TMA multicast)"),
+    _tf32("hgemm_wgmma_tf32_m64n256k8_persistent_stage4_bcol", B_COL=True, matmul=_bcol_candidate(TF32[1]),
+          doc="the TF32 sibling reading B column-major (x @ W.T of a float32 W, no copy): both wgmma operands "
+              "K-major from shared memory"),
+    _tf32("hgemm_wgmma_tf32_m64n256k8_persistent_cluster2_stage4_bcol", CLUSTER_N=2, B_COL=True,
+          matmul=_bcol_candidate(TF32[0]),
+          doc="the TF32 sibling with clusters of 2 along N reading B column-major (x @ W.T, no copy)"),
 )
 
-# The TF32 batched forms (05_tf32.cu with BATCHED): a float32 batch with TF32 allowed in one launch on
-# sm_90 (cugemm.batched), rated as their 2-D twins, preference orders 320 and 321: candidates of
-# batched problems only (cugemm.select.Problem.batched).
+# The TF32 batched forms (05_tf32.cu with BATCHED; B row-major or, `_bcol`, column-major): a float32
+# batch with TF32 allowed in one launch on sm_90 (cugemm.batched), rated as their 2-D twins,
+# preference orders 320-323: candidates of batched problems (cugemm.select.Problem.batched).
 TF32_BATCHED_ORDER = 320
 
 
 def _tf32_batched_forms() -> tuple:
-    return (
-        _tf32("hgemm_wgmma_tf32_m64n256k8_persistent_cluster2_stage4_batched", CLUSTER_N=2, BATCHED=True,
-              matmul=TF32[0]._replace(order=TF32_BATCHED_ORDER),
-              doc="the TF32 sibling's batched form with clusters of 2 along N: products z = 0 .. batches - 1 in "
-                  "one launch (3-D maps of A and B; an operand's matrices any window of the batch)"),
-        _tf32("hgemm_wgmma_tf32_m64n256k8_persistent_stage4_batched", BATCHED=True,
-              matmul=TF32[1]._replace(order=TF32_BATCHED_ORDER + 1),
-              doc="the TF32 sibling's batched form without clusters: products z = 0 .. batches - 1 in one "
-                  "launch (3-D maps of A and B; an operand's matrices any window of the batch)"),
-    )
+    out = []
+    for b_col in (False, True):
+        for cluster, rating in ((2, TF32[0]), (1, TF32[1])):
+            c = "_cluster2" if cluster == 2 else ""
+            out.append(_tf32(f"hgemm_wgmma_tf32_m64n256k8_persistent{c}_stage4{'_bcol' if b_col else ''}_batched",
+                             CLUSTER_N=cluster, B_COL=b_col, BATCHED=True,
+                             matmul=rating._replace(order=TF32_BATCHED_ORDER + len(out)),
+                             doc=f"the TF32 sibling's batched form{' with clusters of 2 along N' if c else ''}"
+                                 f"{' reading B column-major (q @ k.T, no copy)' if b_col else ''}: products z = 0 "
+                                 ".. batches - 1 in one launch (3-D maps of A and B; an operand's matrices any "
+                                 "window of the batch)"))
+    return tuple(out)
 
 
 VARIANTS: tuple[Variant, ...] = _VARIANTS_2D + _batched_forms() + _grouped_forms() + _tf32_batched_forms()

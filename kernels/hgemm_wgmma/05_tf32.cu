@@ -21,20 +21,27 @@
 //     copying half of it with multicast.
 //  5. The epilogue stores C^T's fragments straight to global memory, bounded.
 //
-//  6. BATCHED: a batch of products in one launch (cugemm.batched's float32 batches with TF32 allowed),
+//  6. B_COL: B read column-major without a copy (B = W.T of a row-major N x K float32 array W: x @ W.T,
+//     q @ k.T). B^T's rows are then K-major as they lie in memory, so both wgmma operands come from
+//     shared memory (wgmma_tf32_ss): the B tile is BN n rows of 32 k (128 bytes, 128-byte swizzled,
+//     one TMA box {32 k, BN n} of W's memory), laid out as the A tile, and a consumer's 64 rows of
+//     B^T are rows 64 cw .. of it. No register fragments, so a K-tile's wgmmas stay in flight while
+//     the next K-tile's are issued (wait_group 1 before a stage is released).
+//  7. BATCHED: a batch of products in one launch (cugemm.batched's float32 batches with TF32 allowed),
 //     C[z] = A[(z / a_div) % a_mod] * B[(z / b_div) % b_mod] for z < batches, as rung 7's batched
 //     form (04_persistent.cu): the maps of A and B are 3-D (boxes one matrix deep, an operand's
 //     matrices one window of the batch), the walk goes over batches * (cluster tiles per product),
 //     batch-major, and product z's C starts c_stride floats after product z - 1's.
 //
-// Template parameters: STAGES, GROUP (tile rows per raster band), CLUSTER_N (1 or 2), BATCHED. Fixed:
+// Template parameters: STAGES, GROUP (tile rows per raster band), CLUSTER_N (1 or 2), B_COL, BATCHED. Fixed:
 // BM = 256, BN = 128, BK = 32.
 // Launch: block = (384, 1, 1), grid = (min(batches * tiles, SMs) rounded to CLUSTER_N, 1, 1); dynamic
 //   shared memory hgemm_wgmma_tf32_smem_bytes<...> (Tf32Smem: STAGES * 48 KB + 1024 bytes); extra
-//   kernel arguments: tensor maps of A (box {32, 256 / CLUSTER_N}) and B (box {32, 32}), data type
-//   TFLOAT32, 128-byte swizzled (BATCHED: 3-D, boxes one matrix deep); then batches, a_div, a_mod,
+//   kernel arguments: tensor maps of A (box {32, 256 / CLUSTER_N}) and B (box {32, 32}; B_COL: W's
+//   N x K memory, box {32, 128}), data type TFLOAT32, 128-byte swizzled (BATCHED: 3-D, boxes one
+//   matrix deep); then batches, a_div, a_mod,
 //   b_div, b_mod, c_stride (1, 1, 1, 1, 1, 0 when not BATCHED).
-// Preconditions: N % 4 == 0, K % 4 == 0; a, b, c 16-byte aligned; M * N, M * K, K * N < 2^31 (per
+// Preconditions: N % 4 == 0 (B_COL: any N), K % 4 == 0; a, b, c 16-byte aligned; M * N, M * K, K * N < 2^31 (per
 // product); C's rows N floats long; sm_90a.
 #include "../lib/barrier.cuh"
 #include "../lib/raster.cuh"
@@ -47,10 +54,10 @@
 // (4 panels of 32 columns x 32 k rows), 128-byte swizzled.
 template <int STAGES>
 using Tf32Smem = hgemm_wgmma::RingSmem<256 * 128, 4 * 32 * 128, STAGES>;
-template <int STAGES, int GROUP, int CLUSTER_N, bool BATCHED>
+template <int STAGES, int GROUP, int CLUSTER_N, bool B_COL, bool BATCHED>
 __device__ constexpr int hgemm_wgmma_tf32_smem_bytes = Tf32Smem<STAGES>::BYTES;
 
-template <int STAGES, int GROUP, int CLUSTER_N, bool BATCHED>
+template <int STAGES, int GROUP, int CLUSTER_N, bool B_COL, bool BATCHED>
 __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
     hgemm_wgmma_tf32(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int M,
                      int N, int K, const __grid_constant__ TensorMap tmap_a,
@@ -60,7 +67,7 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
   constexpr int BM = 256, BN = 128, BK = 32;
   constexpr int A_STAGE = Smem::A_STAGE;          // 256 rows of 32 floats
   constexpr int B_PANEL = BK * 128;               // 32 k rows of 32 floats
-  constexpr int B_STAGE = Smem::B_STAGE;          // BN / 32 panels
+  constexpr int B_STAGE = Smem::B_STAGE;          // BN / 32 panels (B_COL: BN rows of 32 k)
   constexpr int A_PART = BM / CLUSTER_N;          // A rows this block copies (multicast)
   constexpr int NACC = BM / 2;                    // m64n256: 128 accumulators per thread
   constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
@@ -105,7 +112,8 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
         // the A parts (same m0).
         const int live_a = min(CLUSTER_N, (M - m0 + A_PART - 1) / A_PART);
         const int live_b = min(BN / 32, (N - n_load + 31) / 32);
-        const unsigned tx = live_a * A_PART * 128 + live_b * B_PANEL;
+        // B_COL: one box of BN n rows, zero-filled past N (its bytes all count)
+        const unsigned tx = live_a * A_PART * 128 + (B_COL ? B_STAGE : live_b * B_PANEL);
         for (int kt = 0; kt < num_kt; ++kt) {
           const int s = ring.stage;
           mbarrier_wait(&empty[s], ring.phase ^ 1);
@@ -121,8 +129,15 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
           } else {
             tma_load_2d(a_dst, &tmap_a, &full[s], kt * BK, m0);
           }
+          if constexpr (B_COL) {
+            if constexpr (BATCHED) {
+              tma_load_3d(sB + s * B_STAGE, &tmap_b, &full[s], kt * BK, n_load, zb);
+            } else {
+              tma_load_2d(sB + s * B_STAGE, &tmap_b, &full[s], kt * BK, n_load);
+            }
+          }
 #pragma unroll
-          for (int p = 0; p < BN / 32; ++p) {
+          for (int p = 0; p < (B_COL ? 0 : BN / 32); ++p) {
             if (p >= live_b) continue;
             char* const b_dst = sB + s * B_STAGE + p * B_PANEL;
             if constexpr (BATCHED) {
@@ -168,7 +183,25 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
       const int n0 = (tc.col * CLUSTER_N + rank) * BN;
       float* const cz = BATCHED ? c + z * c_stride : c;  // product z's C
       int prev = -1;  // stage of the previous K-tile, still to be released
-      for (int kt = 0; kt < num_kt; ++kt) {
+      for (int kt = 0; kt < num_kt && B_COL; ++kt) {
+        // B_COL: both operands from shared memory; K-tile kt - 1's wgmmas finish while kt's are issued
+        mbarrier_wait(&full[ring.stage], ring.phase);
+        cugemm_wgmma::fence_operands(acc);
+        cugemm_wgmma::fence();
+        const unsigned a_stage = sA_addr + ring.stage * A_STAGE;
+        const unsigned b_rows = smem_addr(sB) + ring.stage * B_STAGE + cw * 64 * 128;  // B^T rows 64 cw ..
+#pragma unroll
+        for (int kk = 0; kk < BK / 8; ++kk)
+          cugemm_wgmma::wgmma_tf32_ss(acc, cugemm_wgmma::make_desc_sw128(b_rows + 32 * kk),
+                                      cugemm_wgmma::make_desc_sw128(a_stage + 32 * kk), (kt > 0 || kk > 0) ? 1 : 0);
+        cugemm_wgmma::commit_group();
+        cugemm_wgmma::wait_group<1>();  // K-tile kt - 1's wgmmas are done: its stage is free
+        cugemm_wgmma::fence_operands(acc);
+        if (prev >= 0) release(prev);
+        prev = ring.stage;
+        ring.advance();
+      }
+      for (int kt = 0; kt < num_kt && !B_COL; ++kt) {
         mbarrier_wait(&full[ring.stage], ring.phase);
         cugemm_wgmma::wait_group<0>();  // K-tile kt - 1's wgmmas are done: fragments and stage free
         if (prev >= 0) release(prev);

@@ -180,6 +180,19 @@ __device__ __forceinline__ void fence_operands(float (&d)[N]) {
 CUGEMM_WGMMA_TF32_RS(128, 64, "%64", "%65", "%66", "%67", "%68", "%69")
 CUGEMM_WGMMA_TF32_RS(256, 128, "%128", "%129", "%130", "%131", "%132", "%133")
 
+// d (+)= A * B, wgmma m64nNk8 .f32.tf32.tf32 with A (64 x 8) and B (8 x N) both from shared memory,
+// both K-major (TF32 operands are read K-major only); scale_d as above.
+#define CUGEMM_WGMMA_TF32_SS(N, NACC, DA, DB, SCALE)                                               \
+  __device__ __forceinline__ void wgmma_tf32_ss(float (&d)[NACC], unsigned long long desc_a,      \
+                                                unsigned long long desc_b, int scale_d) {         \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n"                               \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 " CUGEMM_WGMMA_ACC##NACC \
+                 ", " DA ", " DB ", p, 1, 1;\n}\n"                                                \
+                 : CUGEMM_WGMMA_ACC##NACC##_OPERANDS(d)                                           \
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                       \
+  }
+CUGEMM_WGMMA_TF32_SS(256, 128, "%128", "%129", "%130")
+
 // 16-bit element types: T = half or __nv_bfloat16 (IsBf16: lib/mma.cuh).
 
 // d (+)= A * B, wgmma m64nNk16 .f32.{f16,bf16}: A (64 x 16) and B (16 x N) both from shared memory
