@@ -54,7 +54,7 @@ def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: b
     return _serve.dispatch(a, b, out, variant, allow_tf32, verbose, _torch_op)
 
 
-def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None):
+def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None, allow_tf32: bool = False):
     """Grouped GEMM in one launch (a mixture-of-experts layer): C[rows of g] = A[rows of g] @ B[g].
 
     a           (rows, K) with `offsets` (G,): group g is rows offsets[g - 1] .. offsets[g] - 1
@@ -67,20 +67,22 @@ def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None):
                 clamped (cugemm/grouped.py), never written outside the result
     out         optional C-contiguous result, (rows, N) or (G, max_m, N)
     variant     a grouped form (`*_grouped*`) to run instead of the chosen one
-    fp16 / bf16, CuPy arrays or torch CUDA tensors, on sm_90 (H100, H200). torch.compile traces it
+    allow_tf32  float32 operands multiplied in TF32 (fp32 sums): float32 needs it
+    fp16 / bf16 (float32 with allow_tf32), CuPy arrays or torch CUDA tensors, on sm_90 (H100, H200). torch.compile traces it
     as torch.ops.cugemm.grouped_matmul, which autograd records too (dA by the grouped kernel, dB per
     group: the contiguous layout's dB reads the offsets on the host).
     """
     from . import grouped
 
-    return grouped.grouped_matmul(a, b, offsets, out, counts=counts, variant=variant, op=_grouped_op)
+    return grouped.grouped_matmul(a, b, offsets, out, counts=counts, variant=variant, allow_tf32=allow_tf32,
+                                  op=_grouped_op)
 
 
-def _grouped_op(a, b, ends, masked):
+def _grouped_op(a, b, ends, masked, allow_tf32=False):
     """torch.ops.cugemm.grouped_matmul (registered on first use): what torch.compile traces."""
     from . import torch_op
 
-    return torch_op.grouped_matmul(a, b, ends, masked)
+    return torch_op.grouped_matmul(a, b, ends, masked, allow_tf32)
 
 
 _serve.AUTOTUNE = _tuner.autotune  # CUGEMM_AUTOTUNE=1: a new shape bucket is timed on its first use

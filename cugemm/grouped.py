@@ -25,7 +25,9 @@ The kernel is rung 7's grouped form (kernels/hgemm_wgmma/04_persistent.cu, GROUP
 grid over the groups' tiles, B by a 3-D tensor map with one matrix per group, A and C by 2-D maps
 over all rows, the groups' tile counts computed in each block from the offsets, tiles taken from a
 counter (the dynamic walk: its two counters live in cugemm.workspace's buffer per stream). fp16 and
-bf16 on sm_90 (H100 / H200), up to MAX_GROUPS groups per call. Each distinct call (types, shapes,
+bf16 on sm_90 (H100 / H200), up to MAX_GROUPS groups per call; float32 with allow_tf32=True through
+the TF32 rung's grouped form (kernels/hgemm_wgmma/05_tf32.cu, GROUPS: TF32 multiplies, fp32 sums,
+the same tables and layouts, a static walk). Each distinct call (types, shapes,
 strides, 16-byte alignment, device) is planned once and replayed from raw pointers
 (cugemm.prepared), as cugemm.matmul's serving path does.
 """
@@ -34,7 +36,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from . import launch, operand, serve, tma_args, workspace
+from . import launch, operand, serve, workspace
 from .ints import cdiv
 from .operand import Operand
 from .prepared import A as _A
@@ -56,7 +58,7 @@ _lock = threading.Lock()
 
 
 def forms(dtype: str, b_layout: str, groups: int = 1) -> list[str]:
-    """The grouped forms of `dtype` ('float16', 'bfloat16') reading B in `b_layout` ('row': (G, K, N)
+    """The grouped forms of `dtype` ('float16', 'bfloat16', 'float32': TF32) reading B in `b_layout` ('row': (G, K, N)
     row-major matrices; 'col': the (G, N, K) memory) whose tables hold `groups` groups, in
     GROUPED_FORMS' order."""
     return [v.name for v in _variants(dtype=dtype) if v.param_dict.get("GROUPS", 0) >= max(groups, 1)
@@ -77,6 +79,8 @@ def choose(rows: int, groups: int, N: int, K: int, dtype: str, b_layout: str) ->
     the same mean (137-197 rows) and 2-21% slower on groups of 384 rows or more; pass it as
     `variant=` where groups are known to be that size."""
     names = forms(dtype, b_layout, groups)
+    if dtype == "float32":  # one TF32 form per layout
+        return names[0]
 
     def form(bn: int, stages: int, epi: int):
         for n in names:
@@ -110,9 +114,10 @@ class GroupedReady:
         recs = [X._replace(ptr=sentinel(k)) for X, k in ((A2, _A), (B3, _B), (C2, _C))]
         args = (np.uint64(sentinel(_A)), np.uint64(sentinel(_B)), np.uint64(sentinel(_C)),
                 np.int32(M), np.int32(N), np.int32(K))
-        args += tma_args.persistent_args(v, *recs, M, N, K, raw=True,
-                                         work=Work(sentinel(PARTIALS), sentinel(COUNTERS)),
-                                         groups=(sentinel(GROUPS), masked_m))
+        kw = dict(groups=(sentinel(GROUPS), masked_m))
+        if self.need is not None:  # the dynamic walk's counters
+            kw.update(work=Work(sentinel(PARTIALS), sentinel(COUNTERS)), dev=info)
+        args += v.args_fn(v, *recs, M, N, K, raw=True, **kw)
         # at most one cluster per cluster tile: a group of r rows has ceil(r / (c BM)) cluster tile
         # rows (contiguous: at most one more than its share of ceil(M / (c BM)); masked: at most
         # ceil(max_m / (c BM))); whole clusters
@@ -174,7 +179,7 @@ def _int_dtype(x, kind: str) -> str:
     return name
 
 
-def _check(a, b, ends, masked: bool, kind: str):
+def _check(a, b, ends, masked: bool, kind: str, allow_tf32: bool = False):
     """The records (A, B) and G, N, K after every check that needs no device sync."""
     for what, x in (("A", a), ("B", b), ("offsets" if not masked else "counts", ends)):
         if _kind(x) != kind:
@@ -182,10 +187,14 @@ def _check(a, b, ends, masked: bool, kind: str):
     A, B = operand.describe(a, "A", WHO), operand.describe(b, "B", WHO)
     E = operand.describe(ends, "offsets" if not masked else "counts", WHO)
     for what, X in (("A", A), ("B", B)):
-        if X.dtype is None or X.dtype.name not in ("float16", "bfloat16"):
-            raise TypeError(f"{WHO}: {what} is {operand.dtype_name(X)}; grouped products take float16 or bfloat16")
+        if X.dtype is None or X.dtype.name not in ("float16", "bfloat16", "float32"):
+            raise TypeError(f"{WHO}: {what} is {operand.dtype_name(X)}; grouped products take float16, bfloat16 or "
+                            "float32 (with allow_tf32=True)")
     if A.dtype != B.dtype:
         raise TypeError(f"{WHO}: A is {A.dtype.name} and B is {B.dtype.name}; pass operands of one type")
+    if A.dtype.name == "float32" and not allow_tf32:
+        raise TypeError(f"{WHO}: float32 grouped products multiply in TF32 (10-bit mantissas, fp32 sums); pass "
+                        "allow_tf32=True to allow it")
     if len(B.shape) != 3:
         raise ValueError(f"{WHO}: B must be (G, K, N) (or the (G, N, K) weights' transposed view), got shape {B.shape}")
     G, K, N = B.shape
@@ -205,9 +214,10 @@ def _check(a, b, ends, masked: bool, kind: str):
         raise ValueError(f"{WHO}: {G} groups; one call takes at most {MAX_GROUPS}")
     if G == 0:
         raise ValueError(f"{WHO}: B has no groups (G = 0)")
-    if K % 8 or N % 8:
-        raise ValueError(f"{WHO}: K = {K} and N = {N} must be multiples of 8 (16-byte rows, as the tensor maps "
-                         "read them; torch._grouped_mm asks the same)")
+    per_line = LINE_ALIGN // A.dtype.itemsize
+    if K % per_line or N % per_line:
+        raise ValueError(f"{WHO}: K = {K} and N = {N} must be multiples of {per_line} (16-byte rows, as the tensor "
+                         "maps read them; torch._grouped_mm asks the same)")
     return A, B, E, G, N, K
 
 
@@ -253,12 +263,13 @@ def group_rows(ends, rows: int, masked_m: int = 0) -> list[tuple[int, int]]:
 
 
 # ---- the entry point ------------------------------------------------------------------------------------------
-def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None, op=None):
+def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None, allow_tf32=False, op=None):
     """Grouped GEMM in one launch (this module's documentation): A (rows, K) with `offsets` (G,), or A
     (G, max_m, K) with `counts=` (G,); B (G, K, N) or the (G, N, K) weights' transposed view; fp16 or
     bf16, CuPy arrays or torch CUDA tensors (the result is the operands' kind, on the caller's
     current stream). `out`: a C-contiguous result of the right shape and type to write into.
-    `variant`: a grouped form's name to run instead of the chosen one. `op(a, b, ends, masked)`: the
+    `variant`: a grouped form's name to run instead of the chosen one. `allow_tf32`: float32 operands
+    multiplied in TF32 (required for float32). `op(a, b, ends, masked, allow_tf32)`: the
     registered operator (cugemm.torch_op.grouped_matmul, passed in by cugemm.grouped_matmul so that
     this module does not import the torch layer above it) for a call autograd must record or
     torch.compile is tracing."""
@@ -272,7 +283,7 @@ def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None, o
         torch = sys.modules["torch"]
         recorded = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
         if (recorded or torch.compiler.is_compiling()) and op is not None:  # autograd or torch.compile: the op
-            r = op(a, b, ends, masked)
+            r = op(a, b, ends, masked, allow_tf32)
             if out is not None:
                 out.copy_(r)
                 return out
@@ -281,7 +292,7 @@ def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None, o
     else:
         lib = serve.library("cupy")
     if out is None and ends is not None:  # the serving path: a call planned before, operands in place
-        fast = _fast_key(kind, a, b, ends, masked, variant)
+        fast = _fast_key(kind, a, b, ends, masked, variant, allow_tf32)
         hit = _FAST.get(fast)
         if hit is not None:
             r, dev = hit
@@ -291,7 +302,7 @@ def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None, o
     else:
         fast = None
     a0, b0, ends0 = a, b, ends
-    A, B, E, G, N, K = _check(a, b, ends, masked, kind)
+    A, B, E, G, N, K = _check(a, b, ends, masked, kind, allow_tf32)
     if _int_dtype(ends, kind) == "int64":
         ends = ends.to(sys.modules["torch"].int32) if kind == "torch" else ends.astype("int32")
         E = operand.describe(ends, "offsets", WHO)
@@ -348,15 +359,16 @@ def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None, o
     return out
 
 
-def _fast_key(kind: str, a, b, ends, masked: bool, variant) -> tuple:
+def _fast_key(kind: str, a, b, ends, masked: bool, variant, allow_tf32: bool = False) -> tuple:
     """The serving path's key: everything the checks and the plan read off the three arrays (types,
-    shapes, strides, devices, 16-byte alignment of A and B), straight from the library's attributes."""
+    shapes, strides, devices, 16-byte alignment of A and B) and the flags, straight from the
+    library's attributes."""
     if kind == "torch":
         return (kind, a.dtype, b.dtype, ends.dtype, a.shape, a.stride(), b.shape, b.stride(), ends.shape,
                 ends.stride(), a.get_device(), b.get_device(), ends.get_device(), a.data_ptr() & 15,
-                b.data_ptr() & 15, masked, variant)
+                b.data_ptr() & 15, masked, variant, allow_tf32)
     return (kind, a.dtype, b.dtype, ends.dtype, a.shape, a.strides, b.shape, b.strides, ends.shape, ends.strides,
-            a.device.id, b.device.id, ends.device.id, a.data.ptr & 15, b.data.ptr & 15, masked, variant)
+            a.device.id, b.device.id, ends.device.id, a.data.ptr & 15, b.data.ptr & 15, masked, variant, allow_tf32)
 
 
 def stacked(A: Operand, masked: bool) -> Operand | None:

@@ -24,7 +24,7 @@ ARGS = {
     "tma_abc16": tma_args.cached_args(tma_args.maps_abc16),
     "tma_persistent": tma_args.persistent_args,
     "tma_bt": tma_args.cached_args(tma_args.maps_bt),
-    "tma_tf32": tma_args.cached_args(tma_args.maps_tf32),
+    "tma_tf32": tma_args.tf32_args,
     "tma_small_m": tma_args.cached_args(tma_args.maps_small_m),
     "swizzle": grids.swizzle_args,
     "no_swizzle": grids.no_swizzle_args,

@@ -168,18 +168,32 @@ def maps_tf32(v, A, B, C, M, N, K):
     W's N x K memory in boxes {32 k, 128 n}) loaded as TFLOAT32 (the copy engine rounds to TF32),
     128-byte swizzled; then the batch (products, A's div
     and mod, B's div and mod, C's matrix stride in floats): (1, 1, 1, 1, 1, 0) but for the BATCHED
-    form, whose maps of A and B are 3-D over the records' batches (batch_of, as maps_persistent)."""
+    form, whose maps of A and B are 3-D over the records' batches (batch_of, as maps_persistent),
+    and the GROUPED one (A 2-D over all rows, B 3-D over the groups: (groups, 1, 1, 1, groups, 0))."""
     cn = v.cluster[0]
     batched = bool(v.param_dict.get("BATCHED"))
-    ma = _map(A, "tfloat32", M, K, row_stride(A, K, 4), (32, 256 // cn), batched)
+    grouped = bool(v.param_dict.get("GROUPS"))
+    ma = _map(A, "tfloat32", M, K, row_stride(A, K, 4), (32, 256 // cn), batched and not grouped)
     if v.b_layout == "col":  # W's N x K memory, one box of the tile's 128 n rows
         mb = _map(B, "tfloat32", N, K, row_stride(B, K, 4, "col"), (32, 128), batched)
     else:
         mb = _map(B, "tfloat32", K, N, row_stride(B, N, 4), (32, 32), batched)
     if not batched:
         return ma, mb, *(np.int32(1),) * 5, np.int64(0)
+    if grouped:  # one matrix of B per group (or one for a 2-D B: a launch of one group)
+        groups = np.int32(batch_of(B)[0])
+        return ma, mb, groups, np.int32(1), np.int32(1), np.int32(1), groups, np.int64(0)
     count, c_step, _ = batch_of(C)
     return ma, mb, np.int32(count), *_windows(v, A, B, count), np.int64(c_step // 4)
+
+
+_tf32_maps = cached_args(maps_tf32)
+
+
+def tf32_args(v, A, B, C, M, N, K, raw=False, groups=(0, 0)):
+    """The TF32 rung's arguments: maps_tf32's (cached), then `groups`: the GROUPED forms' (address of
+    the groups' ends, masked_m) (cugemm.grouped; (0, 0): one group of all M rows)."""
+    return _tf32_maps(v, A, B, C, M, N, K, raw=raw) + (np.uint64(groups[0]), np.int32(groups[1]))
 
 
 def maps_small_m(v, A, B, C, M, N, K):

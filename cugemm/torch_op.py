@@ -10,7 +10,7 @@ kernel (cugemm.serve.torch_matmul on torch's current stream), a fake implementat
 errors only: torch.compile, export, meta tensors) and an autograd formula whose two products are
 this operator again (so the backward pass runs cugemm too, and double backward works).
 
-`cugemm::grouped_matmul(Tensor a, Tensor b, Tensor ends, bool masked=False) -> Tensor` is
+`cugemm::grouped_matmul(Tensor a, Tensor b, Tensor ends, bool masked=False, bool allow_tf32=False) -> Tensor` is
 cugemm.grouped_matmul (cugemm.grouped) for torch.compile and autograd: CUDA kernel, fake
 implementation and a backward (_grouped_backward: dA by the grouped kernel, dB per group; the
 contiguous layout's dB reads the offsets on the host, one sync).
@@ -51,7 +51,7 @@ SCHEMA = "matmul(Tensor a, Tensor b, bool allow_tf32=False) -> Tensor"
 # cugemm.grouped_matmul as an operator (what torch.compile traces and autograd records): `ends` are
 # the offsets (masked False: A (rows, K)) or the counts (masked True: A (G, max_m, K))
 GROUPED_QUALNAME = "cugemm::grouped_matmul"
-GROUPED_SCHEMA = "grouped_matmul(Tensor a, Tensor b, Tensor ends, bool masked=False) -> Tensor"
+GROUPED_SCHEMA = "grouped_matmul(Tensor a, Tensor b, Tensor ends, bool masked=False, bool allow_tf32=False) -> Tensor"
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 _LIB = globals().get("_LIB")            # the Library holding the registrations (survives reload)
@@ -93,7 +93,7 @@ def _cuda(a, b, allow_tf32=False):
     return serve.torch_matmul(a, b, allow_tf32=allow_tf32)
 
 
-def _grouped_fake(a, b, ends, masked=False):
+def _grouped_fake(a, b, ends, masked=False, allow_tf32=False):
     """The grouped result's shape: (rows, N), or (G, max_m, N) for the masked layout (cugemm.grouped
     checks the rest when it runs)."""
     if b.dim() != 3 or a.dim() != (3 if masked else 2):
@@ -102,16 +102,17 @@ def _grouped_fake(a, b, ends, masked=False):
     return a.new_empty(shape)
 
 
-def _grouped_cuda(a, b, ends, masked=False):
+def _grouped_cuda(a, b, ends, masked=False, allow_tf32=False):
     from . import grouped
 
-    return grouped.grouped_matmul(a, b, None if masked else ends, counts=ends if masked else None)
+    return grouped.grouped_matmul(a, b, None if masked else ends, counts=ends if masked else None,
+                                  allow_tf32=allow_tf32)
 
 
 def _grouped_setup_context(ctx, inputs, output):
-    a, b, ends, masked = inputs
+    a, b, ends, masked, allow_tf32 = inputs
     ctx.save_for_backward(a, b, ends)
-    ctx.masked = masked
+    ctx.masked, ctx.allow_tf32 = masked, allow_tf32
 
 
 def _grouped_backward(ctx, grad):
@@ -124,25 +125,26 @@ def _grouped_backward(ctx, grad):
 
     a, b, ends = ctx.saved_tensors
     need_a, need_b = ctx.needs_input_grad[:2]
-    masked = ctx.masked
+    masked, tf32 = ctx.masked, ctx.allow_tf32
     g = grad.contiguous()
     ga = gb = None
     if need_a:
         ga = torch.zeros(a.shape, dtype=a.dtype, device=a.device)
         bt = b.transpose(1, 2)
-        grouped.grouped_matmul(g, bt, None if masked else ends, ga, counts=ends if masked else None)
+        grouped.grouped_matmul(g, bt, None if masked else ends, ga, counts=ends if masked else None, allow_tf32=tf32)
     if need_b:
         if masked:
             m = a.shape[1]
             keep = (torch.arange(m, device=a.device)[None, :] < ends.clamp(0, m)[:, None]).unsqueeze(-1)
             zero = torch.zeros((), dtype=a.dtype, device=a.device)
-            gb = serve.torch_matmul(torch.where(keep, a, zero).transpose(1, 2), torch.where(keep, g, zero))
+            gb = serve.torch_matmul(torch.where(keep, a, zero).transpose(1, 2), torch.where(keep, g, zero),
+                                    allow_tf32=tf32)
         else:
             gb = torch.zeros(b.shape, dtype=b.dtype, device=b.device)
             for i, (start, end) in enumerate(grouped.group_rows(ends.tolist(), a.shape[0])):
                 if end > start:
-                    gb[i] = serve.torch_matmul(a[start:end].transpose(0, 1), g[start:end])
-    return ga, gb, None, None
+                    gb[i] = serve.torch_matmul(a[start:end].transpose(0, 1), g[start:end], allow_tf32=tf32)
+    return ga, gb, None, None, None
 
 
 # ---- autograd -----------------------------------------------------------------------------------------
@@ -239,14 +241,14 @@ def matmul(a, b, *, allow_tf32: bool = False):
     return op(a, b, allow_tf32)
 
 
-def grouped_matmul(a, b, ends, masked: bool = False):
+def grouped_matmul(a, b, ends, masked: bool = False, allow_tf32: bool = False):
     """cugemm.grouped_matmul through torch.ops.cugemm.grouped_matmul (what torch.compile traces):
     `ends` the offsets, or (masked) the counts."""
     op = _GROUPED_OP
     if op is None:
         register()
         op = torch.ops.cugemm.grouped_matmul.default
-    return op(a, b, ends, masked)
+    return op(a, b, ends, masked, allow_tf32)
 
 
 # ---- nn.Linear -----------------------------------------------------------------------------------------

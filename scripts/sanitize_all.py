@@ -69,10 +69,12 @@ def grouped_runs(v):
         a, b, ends, ref, written = testing.grouped_case(v.dtype_in, sizes, 136, 72, v.b_layout, masked_m=masked,
                                                         rows=None if masked else sum(sizes) + 16)
         out = testing.poisoned(ref.shape, v.dtype_out)
+        tf32 = v.math_dtype == "tfloat32"
         if masked:
-            cugemm.grouped_matmul(a, b, counts=ends, out=out.reshape(len(sizes), masked, 136), variant=v.name)
+            cugemm.grouped_matmul(a, b, counts=ends, out=out.reshape(len(sizes), masked, 136), variant=v.name,
+                                  allow_tf32=tf32)
         else:
-            cugemm.grouped_matmul(a, b, ends, out=out, variant=v.name)
+            cugemm.grouped_matmul(a, b, ends, out=out, variant=v.name, allow_tf32=tf32)
         got = testing.to_float64(out)
         rows = cupy.asnumpy(written)
         err = accuracy.rel_error(got[rows], ref[rows])

@@ -103,9 +103,9 @@ def test_tf32_batches_take_the_tf32_batched_form_on_sm90(fake_encode):
         v = choice.plan.variant
         assert v.math_dtype == "tfloat32" and v.param_dict["BATCHED"] and flags == (False, False, False)
         assert all(q.variant.math_dtype == "tfloat32" for q in choice.ranked)
-        *maps, products, a_div, a_mod, b_div, b_mod, c_stride = v.extra_args(*recs, n, n, n, raw=True)
+        *maps, products, a_div, a_mod, b_div, b_mod, c_stride, ends, masked_m = v.extra_args(*recs, n, n, n, raw=True)
         assert [int(x) for x in (products, a_div, a_mod, b_div, b_mod, c_stride)] == [count, 1, count, 1, count, n * n]
-        assert [m.spec.depth for m in maps] == [count, count]
+        assert [m.spec.depth for m in maps] == [count, count] and int(ends) == int(masked_m) == 0
         assert batched.decide(*args)[0].plan.variant.math == "ffma"  # exact FP32 unless TF32 is allowed
     a100 = _fp32_args(8, 256)[:-2] + (Device(80, 108, 166912, "NVIDIA A100"), _fp32_args(8, 256)[-1])
     assert batched.decide(*a100, allow_tf32=True)[0].plan.variant.math == "ffma"

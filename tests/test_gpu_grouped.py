@@ -35,27 +35,36 @@ def _check(out, ref, written, dtype):
 
 @pytest.mark.parametrize("v", FORMS, ids=lambda v: v.name)
 def test_every_form_matches_float64(v):
-    dt = v.dtype_in
+    dt, tf32 = v.dtype_in, v.math_dtype == "tfloat32"  # float32 forms: TF32, allowed by the call
     a, b, ends, ref, written = testing.grouped_case(dt, SIZES, 200, 136, v.b_layout)
     out = testing.poisoned(ref.shape, dt)
-    cugemm.grouped_matmul(a, b, ends, out=out, variant=v.name)
-    _check(out, ref, written, dt)
+    cugemm.grouped_matmul(a, b, ends, out=out, variant=v.name, allow_tf32=tf32)
+    _check(out, ref, written, v.math_dtype)
     # the masked layout through the same form: counts 0, 7, 300 (whole), 129 of 300 rows
     a, b, counts, ref, written = testing.grouped_case(dt, [0, 7, 300, 129], 136, 200, v.b_layout, masked_m=300)
     out = testing.poisoned((4, 300, 136), dt)
-    cugemm.grouped_matmul(a, b, counts=counts, out=out, variant=v.name)
-    _check(out, ref, written, dt)
+    cugemm.grouped_matmul(a, b, counts=counts, out=out, variant=v.name, allow_tf32=tf32)
+    _check(out, ref, written, v.math_dtype)
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 @pytest.mark.parametrize("b_layout", ["row", "col"])
 def test_chosen_form_on_moe_like_groups(dtype, b_layout):
     rng = np.random.default_rng(7)
     sizes = list(rng.integers(0, 700, size=16))
     a, b, ends, ref, written = testing.grouped_case(dtype, sizes, 1024, 512, b_layout)
-    out = cugemm.grouped_matmul(a, b, ends)
+    tf32 = dtype == "float32"
+    out = cugemm.grouped_matmul(a, b, ends, allow_tf32=tf32)
     assert out.shape == ref.shape and out.dtype == a.dtype
-    _check(out, ref, written, dtype)
+    _check(out, ref, written, "tfloat32" if tf32 else dtype)
+
+
+def test_float32_needs_allow_tf32():
+    a, b, ends, _, _ = testing.grouped_case("float32", [5, 7], 64, 64)
+    with pytest.raises(TypeError, match="allow_tf32"):
+        cugemm.grouped_matmul(a, b, ends)
+    with pytest.raises(ValueError, match="multiples of 4"):
+        cugemm.grouped_matmul(a[:, :62], b[:, :62], ends, allow_tf32=True)
 
 
 def test_bad_offsets_are_clamped_and_never_written_outside():
@@ -184,14 +193,18 @@ def test_torch_compile_traces_the_op():
     assert accuracy.within(err, "bfloat16", "float32"), err
 
 
-@pytest.mark.parametrize("masked", [False, True])
-def test_torch_autograd_matches_float64(masked):
+@pytest.mark.parametrize("masked,dtype", [(False, "float16"), (True, "bfloat16"), (False, "float32"),
+                                          (True, "float32")])
+def test_torch_autograd_matches_float64(masked, dtype):
     """Gradients through torch.ops.cugemm.grouped_matmul against float64 autograd of the groups'
-    products: dA by the grouped kernel (zero on rows in no group), dB per group."""
+    products: dA by the grouped kernel (zero on rows in no group), dB per group (float32: TF32,
+    allowed by the call, in the backward too)."""
     torch = _torch()
     G, N, K, m = 4, 136, 72, 100
     sizes = [30, 0, 100, 7]
-    dt = torch.bfloat16 if masked else torch.float16
+    dt = getattr(torch, dtype)
+    tf32 = dtype == "float32"
+    math_dtype = "tfloat32" if tf32 else dtype
     if masked:
         a = torch.randn(G, m, K, device="cuda", dtype=dt)
         ends = torch.tensor(sizes, dtype=torch.int32, device="cuda")
@@ -200,7 +213,8 @@ def test_torch_autograd_matches_float64(masked):
         ends = torch.tensor(np.cumsum(sizes), dtype=torch.int32, device="cuda")
     b = (torch.randn(G, N, K, device="cuda", dtype=dt) / K ** 0.5).transpose(1, 2)
     a.requires_grad_(), b.requires_grad_()
-    out = cugemm.grouped_matmul(a, b, None if masked else ends, counts=ends if masked else None)
+    out = cugemm.grouped_matmul(a, b, None if masked else ends, counts=ends if masked else None, allow_tf32=tf32)
+    assert out.grad_fn is not None
     w = torch.randn(out.shape, device="cuda", dtype=torch.float64)
     a64, b64 = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()
     loss64, start = 0, 0
@@ -209,7 +223,7 @@ def test_torch_autograd_matches_float64(masked):
         if n:
             loss64 = loss64 + ((a64[rows] @ b64[g]) * w[rows]).sum()
             got, ref = out[rows].detach().double(), (a64[rows] @ b64[g]).detach()
-            assert accuracy.within(float((got - ref).norm() / ref.norm()), str(dt)[6:], "float32")
+            assert accuracy.within(float((got - ref).norm() / ref.norm()), math_dtype, "float32")
         start += n
     mask = torch.zeros(out.shape[:-1], dtype=torch.bool, device="cuda")
     start = 0
@@ -225,7 +239,7 @@ def test_torch_autograd_matches_float64(masked):
     for got, ref in ((a.grad, a64.grad), (b.grad, b64.grad)):
         assert got.shape == ref.shape
         err = float((got.double() - ref).norm() / ref.norm())
-        assert accuracy.within(err, str(dt)[6:], "float32"), err
+        assert accuracy.within(err, math_dtype, "float32"), err
     assert bool((a.grad.double()[~mask] == 0).all())  # rows in no group get no gradient
 
 

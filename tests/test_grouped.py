@@ -29,8 +29,13 @@ def test_forms_per_type_layout_and_group_count():
             big = grouped.forms(dt, lay, 129)
             assert len(big) == 4 and all(get_variant(n).param_dict["GROUPS"] == 1024 for n in big)
             assert grouped.forms(dt, lay, grouped.MAX_GROUPS + 1) == []
+    for lay in ("row", "col"):  # float32 (TF32): one form per layout, tables for 1024 groups
+        names = grouped.forms("float32", lay, grouped.MAX_GROUPS)
+        assert len(names) == 1 and get_variant(names[0]).math_dtype == "tfloat32"
+        assert get_variant(names[0]).b_layout == lay
+        assert grouped.choose(4096, 8, 4096, 4096, "float32", lay) == names[0]
     every = [v for v in variants() if v.param_dict.get("GROUPS")]
-    assert len(every) == 24 and all(v.matmul is None for v in every)  # never a cugemm.matmul candidate
+    assert len(every) == 26 and all(v.matmul is None for v in every)  # never a cugemm.matmul candidate
 
 
 @pytest.mark.parametrize("rows,groups,N,want", [

@@ -117,7 +117,8 @@ def test_record(v):
         assert v.tile == (256, 128, 32) and v.block == (384, 1, 1)
         assert v.multiple_of == ((1, 1, 4) if p["B_COL"] else (1, 4, 4))
         assert ("_bcol" in v.name) == p["B_COL"] == (v.b_layout == "col")
-        assert ("_batched" in v.name) == p["BATCHED"] == v.batched
+        assert ("_batched" in v.name or "_grouped" in v.name) == p["BATCHED"] == v.batched
+        assert ("_grouped" in v.name) == (p["GROUPS"] == 1024)
         assert v.cluster == (p["CLUSTER_N"], 1, 1)
         assert v.smem_dynamic == tf32_smem(p["STAGES"])
         assert ("_cluster2" in v.name) == (p["CLUSTER_N"] == 2)

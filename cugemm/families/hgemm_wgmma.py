@@ -246,10 +246,10 @@ def _persistent_bt(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, dtype="float16", doc
                    grid_rule="persistent", args_rule="tma_bt", **_common(name, dtype, doc, **kw))
 
 
-def _tf32(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, B_COL=False, BATCHED=False, doc, **kw):
+def _tf32(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, B_COL=False, BATCHED=False, GROUPS=0, doc, **kw):
     return Variant(source="hgemm_wgmma/05_tf32.cu", template="hgemm_wgmma_tf32",
                    params=(("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_N", CLUSTER_N), ("B_COL", B_COL),
-                           ("BATCHED", BATCHED)),
+                           ("BATCHED", BATCHED), ("GROUPS", GROUPS)),
                    tile=(256, 128, 32), block=(384, 1, 1), multiple_of=(1, 1, 4) if B_COL else (1, 4, 4),
                    b_layout="col" if B_COL else "row", cluster=(CLUSTER_N, 1, 1),
                    grid_rule="persistent", args_rule="tma_tf32",
@@ -454,4 +454,15 @@ def _tf32_batched_forms() -> tuple:
     return tuple(out)
 
 
-VARIANTS: tuple[Variant, ...] = _VARIANTS_2D + _batched_forms() + _grouped_forms() + _tf32_batched_forms()
+# The TF32 grouped forms (05_tf32.cu with GROUPS: tables for 1024 groups, 8 KB beside the 4 stages):
+# cugemm.grouped_matmul on float32 with allow_tf32, B (G, K, N) row-major or the (G, N, K) view; no
+# rating (grouped products are not matmul's candidates).
+TF32_GROUPED = tuple(
+    _tf32(f"hgemm_wgmma_tf32_m64n256k8_persistent_stage4{'_bcol' if b_col else ''}_grouped", B_COL=b_col,
+          BATCHED=True, GROUPS=1024,
+          doc=f"the TF32 sibling's grouped form{' reading B (G, N, K) (x @ W.T per group)' if b_col else ''}: "
+              "C[rows of g] = A[rows of g] B[g] for groups whose rows are on the GPU, one launch")
+    for b_col in (False, True))
+
+VARIANTS: tuple[Variant, ...] = (_VARIANTS_2D + _batched_forms() + _grouped_forms() + _tf32_batched_forms()
+                                 + TF32_GROUPED)

@@ -119,6 +119,9 @@ VARIANTS: tuple[Variant, ...] = (
 BATCHED_ORDER = 300
 VARIANTS += tuple(
     dense_batched(v, source="sgemm/08_warp_tile_batched.cu", template="sgemm_warp_tile_dbuf_batched",
-                  order=BATCHED_ORDER + i)
+                  order=BATCHED_ORDER + i,
+                  spills="sm_80 with CUDA 12.9's ptxas: 44 bytes (13.5: none); the three per-product operand "
+                         "pointers take registers the 2-D kernel reads from the parameter bank, at the 128 of two "
+                         "blocks per SM (08_warp_tile_batched.cu)")
     for i, v in enumerate(v for v in VARIANTS if v.template == "sgemm_warp_tile_dbuf" and v.param_dict["EDGE"]
                           and v.matmul is not None))

@@ -27,20 +27,30 @@
 //     one TMA box {32 k, BN n} of W's memory), laid out as the A tile, and a consumer's 64 rows of
 //     B^T are rows 64 cw .. of it. No register fragments, so a K-tile's wgmmas stay in flight while
 //     the next K-tile's are issued (wait_group 1 before a stage is released).
-//  7. BATCHED: a batch of products in one launch (cugemm.batched's float32 batches with TF32 allowed),
+//  7. BATCHED (CLUSTER_N any; GROUPS > 0 needs it and CLUSTER_N = 1): a batch of products in one launch (cugemm.batched's float32 batches with TF32 allowed),
 //     C[z] = A[(z / a_div) % a_mod] * B[(z / b_div) % b_mod] for z < batches, as rung 7's batched
 //     form (04_persistent.cu): the maps of A and B are 3-D (boxes one matrix deep, an operand's
 //     matrices one window of the batch), the walk goes over batches * (cluster tiles per product),
 //     batch-major, and product z's C starts c_stride floats after product z - 1's.
+//  8. GROUPS > 0: a grouped product (cugemm.grouped_matmul on float32 with TF32 allowed), C[rows of g]
+//     = A[rows of g] B[g], as rung 7's grouped form (04_persistent.cu): warp 1 fills the groups'
+//     tables from `group_ends` on the GPU (group_table, hgemm_wgmma.cuh: clamped ends, each group's
+//     first tile; masked_m > 0: counts of the masked layout), A's map is 2-D over every row, B's 3-D
+//     with one matrix per group, and tile t is found by bisection (find_group) and walked in the
+//     grouped order within its group (static walk). The epilogue already stores from registers, so
+//     a tile's rows past its group's end are simply not stored (no partial-slab path).
 //
-// Template parameters: STAGES, GROUP (tile rows per raster band), CLUSTER_N (1 or 2), B_COL, BATCHED. Fixed:
+// Template parameters: STAGES, GROUP (tile rows per raster band), CLUSTER_N (1 or 2), B_COL, BATCHED,
+// GROUPS (0, or the grouped form's table length). Fixed:
 // BM = 256, BN = 128, BK = 32.
 // Launch: block = (384, 1, 1), grid = (min(batches * tiles, SMs) rounded to CLUSTER_N, 1, 1); dynamic
 //   shared memory hgemm_wgmma_tf32_smem_bytes<...> (Tf32Smem: STAGES * 48 KB + 1024 bytes); extra
 //   kernel arguments: tensor maps of A (box {32, 256 / CLUSTER_N}) and B (box {32, 32}; B_COL: W's
 //   N x K memory, box {32, 128}), data type TFLOAT32, 128-byte swizzled (BATCHED: 3-D, boxes one
-//   matrix deep); then batches, a_div, a_mod,
-//   b_div, b_mod, c_stride (1, 1, 1, 1, 1, 0 when not BATCHED).
+//   matrix deep; GROUPS: A 2-D over all rows, B 3-D over the groups); then batches, a_div, a_mod,
+//   b_div, b_mod, c_stride (1, 1, 1, 1, 1, 0 when not BATCHED; GROUPS: groups, 1, 1, 1, groups, 0),
+//   group_ends (the groups' end rows on the GPU, or counts when masked_m > 0; null: one group of M
+//   rows) and masked_m.
 // Preconditions: N % 4 == 0 (B_COL: any N), K % 4 == 0; a, b, c 16-byte aligned; M * N, M * K, K * N < 2^31 (per
 // product); C's rows N floats long; sm_90a.
 #include "../lib/barrier.cuh"
@@ -54,15 +64,15 @@
 // (4 panels of 32 columns x 32 k rows), 128-byte swizzled.
 template <int STAGES>
 using Tf32Smem = hgemm_wgmma::RingSmem<256 * 128, 4 * 32 * 128, STAGES>;
-template <int STAGES, int GROUP, int CLUSTER_N, bool B_COL, bool BATCHED>
+template <int STAGES, int GROUP, int CLUSTER_N, bool B_COL, bool BATCHED, int GROUPS>
 __device__ constexpr int hgemm_wgmma_tf32_smem_bytes = Tf32Smem<STAGES>::BYTES;
 
-template <int STAGES, int GROUP, int CLUSTER_N, bool B_COL, bool BATCHED>
+template <int STAGES, int GROUP, int CLUSTER_N, bool B_COL, bool BATCHED, int GROUPS>
 __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
     hgemm_wgmma_tf32(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int M,
                      int N, int K, const __grid_constant__ TensorMap tmap_a,
                      const __grid_constant__ TensorMap tmap_b, int batches, int a_div, int a_mod, int b_div,
-                     int b_mod, long long c_stride) {
+                     int b_mod, long long c_stride, const int* __restrict__ group_ends, int masked_m) {
   using Smem = Tf32Smem<STAGES>;
   constexpr int BM = 256, BN = 128, BK = 32;
   constexpr int A_STAGE = Smem::A_STAGE;          // 256 rows of 32 floats
@@ -73,26 +83,55 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
   constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   static_assert(CLUSTER_N == 1 || CLUSTER_N == 2, "pairs of tiles at most");
   static_assert(B_STAGE == (BN / 32) * B_PANEL, "the B tile is BN / 32 panels");
+  constexpr bool GROUPED = GROUPS > 0;
+  static_assert(!GROUPED || (BATCHED && CLUSTER_N == 1), "groups: the batched form's B, no clusters");
+  constexpr bool MAPS_3D_A = BATCHED && !GROUPED;  // GROUPED: A 2-D, the groups' rows stacked
 
   extern __shared__ char smem_raw[];
   char* const smem = align_1024(smem_raw);
   char* const sA = smem + Smem::A;
   char* const sB = smem + Smem::B;
   __shared__ alignas(8) unsigned long long full[STAGES], empty[STAGES];
+  // GROUPED: group g's end row (its rows: group_row0(g) .. group_end[g] - 1) and its first tile
+  __shared__ int group_end[GROUPED ? GROUPS : 1];
+  __shared__ int group_first[GROUPS + 1];
+  const int groups = GROUPED ? min(batches, GROUPS) : 1;
 
+  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
   if (threadIdx.x == 0) {
     tma_prefetch_map(&tmap_a);
     tma_prefetch_map(&tmap_b);
     init_ring_barriers<STAGES>(full, empty, 2 * CLUSTER_N);
   }
+  if constexpr (GROUPED) {
+    if (threadIdx.x / 32 == 1) group_table<BM>(group_end, group_first, group_ends, groups, masked_m, M, tiles_n);
+  }
   sync_cta_or_cluster<CLUSTER_N>();
 
-  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
   const ClusterTileWalk<CLUSTER_N, false> walk(tiles_m, tiles_n);  // cluster tiles: CLUSTER_N tiles side by side in N
   const int rank = CLUSTER_N > 1 ? static_cast<int>(cluster_ctarank()) : 0;
   const int num_kt = (K + BK - 1) / BK;
-  // BATCHED: cluster tile t of the walk over every product lies in product z = t / walk.count
-  const int total = BATCHED ? walk.count * batches : walk.count;
+  // BATCHED: cluster tile t of the walk over every product lies in product z = t / walk.count;
+  // GROUPED: in the group whose first tile is the last at or before t
+  const int total = GROUPED ? group_first[groups] : BATCHED ? walk.count * batches : walk.count;
+  // cluster tile t, placed: product (group) z, its tile (row, column) and first row m0 of C, the row
+  // its rows end at
+  struct Placed {
+    int z, m0, m_end;
+    TileCoord tc;
+  };
+  auto place = [&](int t) -> Placed {
+    if constexpr (GROUPED) {
+      const int g = find_group(group_first, groups, t);
+      const int row0 = group_row0(group_end, g, masked_m);
+      const TileCoord tc = raster_grouped(t - group_first[g], (group_end[g] - row0 + BM - 1) / BM, tiles_n, GROUP);
+      return {g, row0 + tc.row * BM, group_end[g], tc};
+    } else {
+      const int z = BATCHED ? t / walk.count : 0;
+      const TileCoord tc = walk.cluster_tile(t - z * walk.count, GROUP);
+      return {z, tc.row * BM, M, tc};
+    }
+  };
 
   const int wg = hgemm_wgmma::warpgroup_index();
   if (wg == 0) {
@@ -101,10 +140,10 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
     if (threadIdx.x == 0) {
       Ring<STAGES> ring;
       for (int t = walk.first(); t < total; t += walk.stride) {
-        const int z = BATCHED ? t / walk.count : 0;
+        const Placed p = place(t);
+        const int z = p.z, m0 = p.m0;
+        const TileCoord tc = p.tc;
         const int za = z / a_div % a_mod, zb = z / b_div % b_mod;  // the matrices of A and B product z reads
-        const TileCoord tc = walk.cluster_tile(t - z * walk.count, GROUP);
-        const int m0 = tc.row * BM;
         const int n0 = (tc.col * CLUSTER_N + rank) * BN;
         const int n_load = n0 < N ? n0 : tc.col * CLUSTER_N * BN;  // a block past N computes a copy
         // Boxes wholly past M (A parts) or N (B panels) are not copied: their stale rows and
@@ -120,11 +159,11 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
           mbarrier_arrive_expect_tx(&full[s], tx);
           constexpr unsigned short everyone = (1u << CLUSTER_N) - 1;
           char* const a_dst = sA + s * A_STAGE + rank * A_PART * 128;
-          if constexpr (CLUSTER_N > 1 && BATCHED) {
+          if constexpr (CLUSTER_N > 1 && MAPS_3D_A) {
             if (rank < live_a) tma_load_3d_multicast(a_dst, &tmap_a, &full[s], kt * BK, m0 + rank * A_PART, za, everyone);
           } else if constexpr (CLUSTER_N > 1) {
             if (rank < live_a) tma_load_2d_multicast(a_dst, &tmap_a, &full[s], kt * BK, m0 + rank * A_PART, everyone);
-          } else if constexpr (BATCHED) {
+          } else if constexpr (MAPS_3D_A) {
             tma_load_3d(a_dst, &tmap_a, &full[s], kt * BK, m0, za);
           } else {
             tma_load_2d(a_dst, &tmap_a, &full[s], kt * BK, m0);
@@ -177,11 +216,11 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
     unsigned frag[BK / 8][4];
     Ring<STAGES> ring;
     for (int t = walk.first(); t < total; t += walk.stride) {
-      const int z = BATCHED ? t / walk.count : 0;
-      const TileCoord tc = walk.cluster_tile(t - z * walk.count, GROUP);
-      const int m0 = tc.row * BM;
+      const Placed p = place(t);
+      const int z = p.z, m0 = p.m0, m_end = p.m_end;  // rows m0 .. m_end - 1 are this tile's product's
+      const TileCoord tc = p.tc;
       const int n0 = (tc.col * CLUSTER_N + rank) * BN;
-      float* const cz = BATCHED ? c + z * c_stride : c;  // product z's C
+      float* const cz = BATCHED && !GROUPED ? c + z * c_stride : c;  // product z's C (GROUPED: rows stacked)
       int prev = -1;  // stage of the previous K-tile, still to be released
       for (int kt = 0; kt < num_kt && B_COL; ++kt) {
         // B_COL: both operands from shared memory; K-tile kt - 1's wgmmas finish while kt's are issued
@@ -234,7 +273,7 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int m = m0 + 8 * j + 2 * t4 + e;
-          if (m < M) {
+          if (m < m_end) {
             float* const c_row = cz + static_cast<size_t>(m) * N;
 #pragma unroll
             for (int h = 0; h < 2; ++h) {

@@ -3,8 +3,8 @@
 // dynamic shared memory of a ring kernel (RingSmem), one K-tile of wgmmas (and the narrow-edge width
 // dispatch), and the epilogues (bounded stores from registers; 64 x 64 swizzled staging boxes for
 // TMA stores, written by 4-byte shared stores or, transposing, by stmatrix; staged boxes written to
-// a C of any alignment by plain warps). The instructions themselves (wgmma, TMA, mbarriers) are in
-// kernels/lib/.
+// a C of any alignment by plain warps), and the grouped forms' tables of the groups' rows and tiles.
+// The instructions themselves (wgmma, TMA, mbarriers) are in kernels/lib/.
 //
 // Tile layouts in shared memory (16-bit T; every tile 1024-byte aligned, 128-byte swizzled):
 //   A  BM x 64 (K-major): row m is 128 bytes (64 k values) at m * 128, 16-byte chunk c stored at
@@ -402,3 +402,73 @@ __device__ __forceinline__ void reduce_partials(float (&acc)[NACC], const float*
 }
 
 }  // namespace hgemm_wgmma
+
+// ---- grouped products: the groups' rows and tiles (04_persistent.cu and 05_tf32.cu with GROUPS) ----
+// Group g's first row: g * masked_m (the masked layout: group g's rows start at a fixed stride),
+// else where the group before it ended.
+CUGEMM_DEVICE int group_row0(const int* group_end, int g, int masked_m) {
+  return masked_m > 0 ? g * masked_m : g > 0 ? group_end[g - 1] : 0;
+}
+
+// The group whose tiles hold walk tile t: the last g with group_first[g] <= t (empty groups share
+// their successor's first tile), by bisection over group_first[0 .. groups].
+CUGEMM_DEVICE int find_group(const int* group_first, int groups, int t) {
+  int lo = 0, hi = groups;  // group_first[lo] <= t < group_first[hi]
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (group_first[mid] <= t) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// One warp fills the groups' tables from `ends` (global memory, possibly written by the kernel
+// before: it waits for that kernel first). Contiguous layout (masked_m == 0): ends[g] is the row
+// after group g's last (torch._grouped_mm's offsets); each end is clamped into [the previous group's
+// end, M], so decreasing ends give empty groups and no row lies in two groups or past M. Masked
+// layout (masked_m > 0): ends[g] counts group g's valid rows of its masked_m, clamped into [0,
+// masked_m]. ends == nullptr: one group of all M rows. Then group_first[g] = the tiles of the groups
+// before g (a group of r rows has ceil(r / BM) x tiles_n tiles): warp scans, 32 groups at a time.
+template <int BM>
+CUGEMM_DEVICE void group_table(int* group_end, int* group_first, const int* __restrict__ ends, int groups,
+                               int masked_m, int M, int tiles_n) {
+  const int lane = threadIdx.x & 31;
+  grid_dependency_wait();
+  for (int g = lane; g < groups; g += 32) group_end[g] = ends != nullptr ? ends[g] : M;
+  __syncwarp();
+  if (lane == 0) group_first[0] = 0;
+  int end_before = 0, tiles_before = 0;
+  for (int base = 0; base < groups; base += 32) {
+    const int g = base + lane;
+    const int raw = g < groups ? group_end[g] : 0;
+    int row0, end;
+    if (masked_m > 0) {
+      row0 = g * masked_m;
+      end = row0 + min(max(raw, 0), masked_m);
+    } else {
+      end = min(max(raw, end_before), M);
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {  // a running maximum: no group ends before the one before it
+        const int other = __shfl_up_sync(0xffffffffu, end, d);
+        if (lane >= d) end = max(end, other);
+      }
+      row0 = __shfl_up_sync(0xffffffffu, end, 1);
+      if (lane == 0) row0 = end_before;
+    }
+    int tiles = g < groups ? (end - row0 + BM - 1) / BM * tiles_n : 0;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {  // inclusive sum of the tiles
+      const int other = __shfl_up_sync(0xffffffffu, tiles, d);
+      if (lane >= d) tiles += other;
+    }
+    if (g < groups) {
+      group_end[g] = end;
+      group_first[g + 1] = tiles_before + tiles;
+    }
+    end_before = __shfl_sync(0xffffffffu, end, 31);
+    tiles_before += __shfl_sync(0xffffffffu, tiles, 31);
+  }
+}

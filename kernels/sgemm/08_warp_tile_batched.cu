@@ -14,8 +14,9 @@
 //   launch: grid z stops at 65535, so a larger batch takes one launch per 65535).
 // Registers: the 2-D kernel reads a, b and c from the parameter bank; here they are per-product values
 //   in registers, and the tile already takes the 128 registers that two blocks per SM leave on sm_80.
-//   With the product's index unsigned (z / a_div % a_mod an unsigned division) ptxas fits it there
-//   without spilling (with int indices it spilled 12 bytes on sm_80, 40 with z0 added).
+//   With the product's index unsigned (z / a_div % a_mod an unsigned division) the ptxas of CUDA 13.5
+//   fits it there without spilling; CUDA 12.9's spills 44 bytes (with int indices: 12 bytes under
+//   13.x). Its variant records why (spills).
 // Preconditions: 07_warp_tile.cu's for each product (dense row-major matrices: A rows K elements
 //   long, B and C rows N; with EDGE any M, N, K and any alignment).
 #include "07_warp_tile.cu"
@@ -27,7 +28,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, warp_tile_min_blocks(T
                                  long long a_stride, int b_div, int b_mod, long long b_stride,
                                  long long c_stride, int z0) {
   const unsigned z = static_cast<unsigned>(z0) + blockIdx.z;  // launches of more than 65535 products: one per 65535
-  const float* const az = a + static_cast<long long>(z / a_div % a_mod) * a_stride;
-  const float* const bz = b + static_cast<long long>(z / b_div % b_mod) * b_stride;
-  sgemm_warp_tile_dbuf_tile<BM, BN, BK, WARPS_M, WARPS_N, TM, TN, EDGE>(az, bz, c + z * c_stride, M, N, K);
+  const unsigned za = z / a_div % a_mod, zb = z / b_div % b_mod;
+  sgemm_warp_tile_dbuf_tile<BM, BN, BK, WARPS_M, WARPS_N, TM, TN, EDGE>(a + za * a_stride, b + zb * b_stride,
+                                                                       c + z * c_stride, M, N, K);
 }
