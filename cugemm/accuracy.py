@@ -65,6 +65,23 @@ def rel_error(c, ref) -> float:
     return num / den if den else num
 
 
+def scaled_error(c, a, b, ref) -> float:
+    """rel_error, except that the scale is the larger of ||ref|| and || |A| |B| || / sqrt(K): a
+    product of a few elements can cancel (one dot product of random values may be near 0), and then
+    its relative error says nothing about the kernel (TF32's rounding of the terms, 2^-11 each, is
+    then a large part of a small sum). For random matrices of many elements the second term is the
+    smaller one (|A| |B| grows as K, A B as sqrt(K)), so the bound is the table's. a, b: the
+    operands (batched or 2-D), ref their float64 product."""
+    import cupy
+
+    err = rel_error(c, ref)
+    K = a.shape[-1]
+    absref = cupy.matmul(cupy.abs(to_float64(a)), cupy.abs(to_float64(b)))
+    scale = float(cupy.linalg.norm(absref.ravel())) / math.sqrt(max(K, 1))
+    den = float(cupy.linalg.norm(ref.ravel()))
+    return err * den / max(den, scale) if den and math.isfinite(err) else err
+
+
 def within(err: float, math_dtype, dtype_acc) -> bool:
     return math.isfinite(err) and err <= tolerance(math_dtype, dtype_acc)
 

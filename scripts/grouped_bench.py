@@ -2,7 +2,7 @@
 """Issue 26's grouped bench: cugemm.grouped_matmul against torch._grouped_mm on mixture-of-experts
 shapes, torch tensors, one process.
 
-    python3 scripts/grouped_bench.py [--set judge|tune] [--probe] [--json PATH]
+    python3 scripts/grouped_bench.py [--set judge|tune] [--probe] [--tf32] [--json PATH]
 
 Cases (experts, tokens per expert or 'uneven:<seed>:<lo>:<hi>:<mean>', N, K, B layout): 'judge', the
 acceptance set (none of it in 'tune', the set grouped.choose's rule was fitted on), with the
@@ -77,7 +77,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--probe", action="store_true", help="also time every grouped form (do_bench)")
     ap.add_argument("--json", default="")
+    ap.add_argument("--tf32", action="store_true",
+                    help="instead: float32 with allow_tf32 (the TF32 grouped form) against a loop of torch.matmul "
+                         "over the groups with TF32 allowed, and against cugemm's bf16 (do_bench)")
     args = ap.parse_args()
+    if args.tf32:
+        return tf32_part(args)
 
     import numpy as np
     import torch
@@ -170,6 +175,58 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1, default=str)
+
+
+def tf32_part(args):
+    """float32 grouped products (TF32): cugemm.grouped_matmul(allow_tf32=True) against the Python
+    loop of per-group torch.matmul a user writes without it (TF32 allowed), and against cugemm's bf16
+    on the same shape; do_bench, alternating. A report, not a verdict."""
+    import numpy as np
+    import torch
+
+    import cugemm
+    from cugemm import accuracy
+    from serving_bench import do_bench_pair
+    from triton.testing import do_bench
+
+    torch.backends.cuda.matmul.allow_tf32 = True
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    cases = JUDGE if args.set == "judge" else TUNE
+    if args.cases:
+        cases = [cases[int(i)] for i in args.cases.split(",")]
+    print("G x tokens         N     K   B    | tf32 us  loop us  tf32/loop  TFLOP/s | bf16 us  bf16/tf32  err")
+    rows_out = []
+    for G, tokens, N, K, lay in cases:
+        sizes = sizes_of(G, tokens)
+        rows = sum(sizes)
+        ends = np.cumsum(sizes).tolist()
+        offs = torch.tensor(ends, dtype=torch.int32, device="cuda")
+        ops = {}
+        for dt in (torch.float32, torch.bfloat16):
+            a = torch.randn(rows, K, device="cuda", dtype=dt)
+            b = ((torch.randn(G, N, K, device="cuda", dtype=dt) / math.sqrt(K)).transpose(1, 2) if lay == "col"
+                 else torch.randn(G, K, N, device="cuda", dtype=dt) / math.sqrt(K))
+            ops[dt] = (a, b)
+        a, b = ops[torch.float32]
+        bounds = list(zip([0] + ends[:-1], ends))
+
+        def loop(a=a, b=b):
+            return torch.cat([a[s:e] @ b[g] for g, (s, e) in enumerate(bounds)])
+
+        f_tf = lambda: cugemm.grouped_matmul(a, b, offs, allow_tf32=True)  # noqa: E731
+        f_bf = lambda: cugemm.grouped_matmul(*ops[torch.bfloat16], offs)  # noqa: E731
+        ref = torch.cat([a[s:e].double() @ b[g].double() for g, (s, e) in enumerate(bounds)])
+        err = float((f_tf().double() - ref).norm() / ref.norm())
+        ok = accuracy.within(err, "tfloat32", "float32")
+        tl, tt = do_bench_pair(do_bench, loop, f_tf)
+        tb, tt2 = do_bench_pair(do_bench, f_bf, f_tf)
+        label = f"{G}x{tokens if isinstance(tokens, int) else 'uneven'}"
+        print(f"{label:<14} {N:>5} {K:>5} {lay:<4} | {tt:>7.1f} {tl:>8.1f} {tl / tt * 100:>9.1f}% "
+              f"{2.0 * rows * N * K / tt / 1e6:>7.0f} | {tb:>7.1f} {tb / tt2 * 100:>8.1f}%  {err:.1e}{'' if ok else ' WRONG'}")
+        rows_out.append(dict(G=G, tokens=tokens, N=N, K=K, b=lay, tf32_us=tt, loop_us=tl, bf16_us=tb, err=err))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "tf32": rows_out}, f, indent=1, default=str)
 
 
 if __name__ == "__main__":

@@ -55,7 +55,10 @@ def run_checked(v, a, b, guard=64):
 def test_matches_float64_reference(v, shape):
     a, b = operands(v, *shape)
     c, guards_ok = run_checked(v, a, b)
-    err, ok = accuracy.check(c, accuracy.reference(a, b), v)
+    # scaled: the smallest legal shapes (1 x 1 x 4 for TF32 with a column-major B) are single dot
+    # products, which may cancel
+    err = accuracy.scaled_error(c, a, b, accuracy.reference(a, b))
+    ok = accuracy.within(err, v.math_dtype, v.dtype_acc)
     assert guards_ok, f"{v.name} wrote outside C at {shape}"
     assert not bool(cupy.isnan(testing.to_float64(c)).any()), f"{v.name} left elements of C unwritten at {shape}"
     assert ok, f"{v.name} {shape}: rel err {err:.2e} over {accuracy.tolerance(v.math_dtype, v.dtype_acc)}"

@@ -87,20 +87,6 @@ def _reference(a, b):
     return cupy.matmul(testing.to_float64(a), testing.to_float64(b))
 
 
-def _error(c, a, b, ref):
-    """accuracy.rel_error, except that the scale is the larger of ||ref|| and || |A| |B| || / sqrt(K):
-    a product of a few elements can cancel (a single dot product of random values may be near 0),
-    and then its relative error says nothing about the kernel. For random matrices of many
-    elements the second term is the smaller one (|A| |B| grows as K, A B as sqrt(K)), so the bound
-    is the table's."""
-    err = accuracy.rel_error(c, ref)
-    K = a.shape[-1]
-    absref = cupy.matmul(cupy.abs(testing.to_float64(a)), cupy.abs(testing.to_float64(b)))
-    scale = float(cupy.linalg.norm(absref.ravel())) / math.sqrt(K)
-    den = float(cupy.linalg.norm(ref.ravel()))
-    return err * den / max(den, scale) if den and math.isfinite(err) else err
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}-{c[3]}-{c[4]}x{c[5]}x{c[6]}-{c[7]}")
 def test_matmul_random_shapes(case):
     i, dtype, layouts, kind, M, N, K, api, give_out = case
@@ -138,7 +124,7 @@ def test_matmul_random_shapes(case):
             assert c is out
     assert c.shape == ref.shape and c.dtype == a0.dtype
     math_dtype = "tfloat32" if tf32 else dt
-    err = _error(c, a0, b0, ref)
+    err = accuracy.scaled_error(c, a0, b0, ref)
     assert accuracy.within(err, math_dtype, "float32"), (err, str(cugemm.explain(a, b, allow_tf32=tf32)))
 
 
