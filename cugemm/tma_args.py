@@ -164,7 +164,7 @@ def maps_bt(v, A, B, C, M, N, K):
 
 
 def maps_tf32(v, A, B, C, M, N, K):
-    """TF32: float32 A (box {32 k, 256 / CLUSTER_N rows}) and B (box {32 columns, 32 k}; a 'col' B:
+    """TF32: float32 A (box {32 k, BM / CLUSTER_N rows}) and B (box {32 columns, 32 k}; a 'col' B:
     W's N x K memory in boxes {32 k, 128 n}) loaded as TFLOAT32 (the copy engine rounds to TF32),
     128-byte swizzled; then the batch (products, A's div
     and mod, B's div and mod, C's matrix stride in floats): (1, 1, 1, 1, 1, 0) but for the BATCHED
@@ -173,7 +173,7 @@ def maps_tf32(v, A, B, C, M, N, K):
     cn = v.cluster[0]
     batched = bool(v.param_dict.get("BATCHED"))
     grouped = bool(v.param_dict.get("GROUPS"))
-    ma = _map(A, "tfloat32", M, K, row_stride(A, K, 4), (32, 256 // cn), batched and not grouped)
+    ma = _map(A, "tfloat32", M, K, row_stride(A, K, 4), (32, v.tile[0] // cn), batched and not grouped)
     if v.b_layout == "col":  # W's N x K memory, one box of the tile's 128 n rows
         mb = _map(B, "tfloat32", N, K, row_stride(B, K, 4, "col"), (32, 128), batched)
     else:

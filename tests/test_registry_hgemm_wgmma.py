@@ -63,9 +63,9 @@ def persistent_bt_smem(stages: int) -> int:
     return stages * (256 + 128) * 128 + STAGING + SLACK
 
 
-def tf32_smem(stages: int) -> int:
-    """05_tf32.cu: 256 x 32 A and 32 x 128 B float tiles per stage."""
-    return stages * (256 * 128 + 4 * 32 * 128) + SLACK
+def tf32_smem(stages: int, bm: int = 256) -> int:
+    """05_tf32.cu: bm x 32 A and 32 x 128 B float tiles per stage."""
+    return stages * (bm * 128 + 4 * 32 * 128) + SLACK
 
 
 def small_m_smem(bn: int, stages: int) -> int:
@@ -114,13 +114,13 @@ def test_record(v):
     if v.dtype_in == "float32":  # the TF32 sibling: rounded by the copy engine, any M, 16-byte rows
         assert v.math_dtype == "tfloat32" and v.template == "hgemm_wgmma_tf32"
         # a column-major B (W of x @ W.T) has rows of K: any N
-        assert v.tile == (256, 128, 32) and v.block == (384, 1, 1)
+        assert v.tile == (p["BM"], 128, 32) and v.block == (384, 1, 1) and f"_m64n{p['BM']}k8_" in v.name
         assert v.multiple_of == ((1, 1, 4) if p["B_COL"] else (1, 4, 4))
         assert ("_bcol" in v.name) == p["B_COL"] == (v.b_layout == "col")
         assert ("_batched" in v.name or "_grouped" in v.name) == p["BATCHED"] == v.batched
         assert ("_grouped" in v.name) == (p["GROUPS"] == 1024)
         assert v.cluster == (p["CLUSTER_N"], 1, 1)
-        assert v.smem_dynamic == tf32_smem(p["STAGES"])
+        assert v.smem_dynamic == tf32_smem(p["STAGES"], p["BM"])
         assert ("_cluster2" in v.name) == (p["CLUSTER_N"] == 2)
         return
     assert p["T"] == CTYPES[v.dtype_in]

@@ -45,6 +45,7 @@ FITTED = {48: Candidate(480.0, "persistent", 14), 80: Candidate(540.0, "persiste
 FITTED_WG3 = {144: Candidate(600.0, "persistent", 21), 160: Candidate(605.0, "persistent", 22)}  # 192 x 144 / 160
 ANYC_128 = Candidate(570.0, "persistent", 13)
 TF32 = Candidate(350.0, "persistent", 0), Candidate(340.0, "persistent", 1)  # with / without clusters
+TF32_128 = Candidate(320.0, "persistent", 2)  # 128 x 128 tiles: more of them, each less efficient
 
 
 def _bcol_candidate(c: Candidate | None) -> Candidate | None:
@@ -246,11 +247,11 @@ def _persistent_bt(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, dtype="float16", doc
                    grid_rule="persistent", args_rule="tma_bt", **_common(name, dtype, doc, **kw))
 
 
-def _tf32(name, *, STAGES=4, GROUP=8, CLUSTER_N=1, B_COL=False, BATCHED=False, GROUPS=0, doc, **kw):
+def _tf32(name, *, BM=256, STAGES=4, GROUP=8, CLUSTER_N=1, B_COL=False, BATCHED=False, GROUPS=0, doc, **kw):
     return Variant(source="hgemm_wgmma/05_tf32.cu", template="hgemm_wgmma_tf32",
-                   params=(("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_N", CLUSTER_N), ("B_COL", B_COL),
-                           ("BATCHED", BATCHED), ("GROUPS", GROUPS)),
-                   tile=(256, 128, 32), block=(384, 1, 1), multiple_of=(1, 1, 4) if B_COL else (1, 4, 4),
+                   params=(("BM", BM), ("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_N", CLUSTER_N),
+                           ("B_COL", B_COL), ("BATCHED", BATCHED), ("GROUPS", GROUPS)),
+                   tile=(BM, 128, 32), block=(384, 1, 1), multiple_of=(1, 1, 4) if B_COL else (1, 4, 4),
                    b_layout="col" if B_COL else "row", cluster=(CLUSTER_N, 1, 1),
                    grid_rule="persistent", args_rule="tma_tf32",
                    **_common(name, "float32", doc, math_dtype="tfloat32", **kw))
@@ -431,6 +432,12 @@ _VARIANTS_2D: tuple[Variant, ...] = (
     _tf32("hgemm_wgmma_tf32_m64n256k8_persistent_cluster2_stage4_bcol", CLUSTER_N=2, B_COL=True,
           matmul=_bcol_candidate(TF32[0]),
           doc="the TF32 sibling with clusters of 2 along N reading B column-major (x @ W.T, no copy)"),
+    # 128 x 128 tiles (wgmma m64n128k8) for products whose 256 x 128 tiles leave SMs idle
+    *(_tf32(f"hgemm_wgmma_tf32_m64n128k8_persistent_stage6{'_bcol' if b_col else ''}", BM=128, STAGES=6,
+            B_COL=b_col, matmul=TF32_128._replace(order=TF32_128.order + b_col),
+            doc="the TF32 sibling with 128 x 128 tiles (wgmma m64n128k8), 6 stages"
+                + (", B read column-major (x @ W.T, no copy)" if b_col else ""))
+      for b_col in (False, True)),
 )
 
 # The TF32 batched forms (05_tf32.cu with BATCHED; B row-major or, `_bcol`, column-major): a float32

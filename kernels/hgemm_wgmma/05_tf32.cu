@@ -40,12 +40,16 @@
 //     grouped order within its group (static walk). The epilogue already stores from registers, so
 //     a tile's rows past its group's end are simply not stored (no partial-slab path).
 //
-// Template parameters: STAGES, GROUP (tile rows per raster band), CLUSTER_N (1 or 2), B_COL, BATCHED,
-// GROUPS (0, or the grouped form's table length). Fixed:
-// BM = 256, BN = 128, BK = 32.
+//  9. BM = 128 (`_m64n128k8`): wgmma m64n128k8, 128 x 128 tiles for products whose 256-row tiles
+//     leave most SMs idle (1024x768: 24 tiles of 256 x 128, 48 of 128 x 128); 64 accumulators a
+//     thread, 32 KB a stage.
+//
+// Template parameters: BM (256 or 128: the wgmma N), STAGES, GROUP (tile rows per raster band),
+// CLUSTER_N (1 or 2), B_COL, BATCHED, GROUPS (0, or the grouped form's table length). Fixed: BN = 128,
+// BK = 32.
 // Launch: block = (384, 1, 1), grid = (min(batches * tiles, SMs) rounded to CLUSTER_N, 1, 1); dynamic
-//   shared memory hgemm_wgmma_tf32_smem_bytes<...> (Tf32Smem: STAGES * 48 KB + 1024 bytes); extra
-//   kernel arguments: tensor maps of A (box {32, 256 / CLUSTER_N}) and B (box {32, 32}; B_COL: W's
+//   shared memory hgemm_wgmma_tf32_smem_bytes<...> (Tf32Smem: STAGES * (BM + 128) * 128 + 1024 bytes);
+//   extra kernel arguments: tensor maps of A (box {32, BM / CLUSTER_N}) and B (box {32, 32}; B_COL: W's
 //   N x K memory, box {32, 128}), data type TFLOAT32, 128-byte swizzled (BATCHED: 3-D, boxes one
 //   matrix deep; GROUPS: A 2-D over all rows, B 3-D over the groups); then batches, a_div, a_mod,
 //   b_div, b_mod, c_stride (1, 1, 1, 1, 1, 0 when not BATCHED; GROUPS: groups, 1, 1, 1, groups, 0),
@@ -60,26 +64,27 @@
 #include "../lib/wgmma.cuh"
 #include "hgemm_wgmma.cuh"
 
-// Shared memory: the ring of 256 x 32 A float tiles (rows of 128 bytes) and 32 x 128 B float tiles
+// Shared memory: the ring of BM x 32 A float tiles (rows of 128 bytes) and 32 x 128 B float tiles
 // (4 panels of 32 columns x 32 k rows), 128-byte swizzled.
-template <int STAGES>
-using Tf32Smem = hgemm_wgmma::RingSmem<256 * 128, 4 * 32 * 128, STAGES>;
-template <int STAGES, int GROUP, int CLUSTER_N, bool B_COL, bool BATCHED, int GROUPS>
-__device__ constexpr int hgemm_wgmma_tf32_smem_bytes = Tf32Smem<STAGES>::BYTES;
+template <int BM, int STAGES>
+using Tf32Smem = hgemm_wgmma::RingSmem<BM * 128, 4 * 32 * 128, STAGES>;
+template <int BM, int STAGES, int GROUP, int CLUSTER_N, bool B_COL, bool BATCHED, int GROUPS>
+__device__ constexpr int hgemm_wgmma_tf32_smem_bytes = Tf32Smem<BM, STAGES>::BYTES;
 
-template <int STAGES, int GROUP, int CLUSTER_N, bool B_COL, bool BATCHED, int GROUPS>
+template <int BM, int STAGES, int GROUP, int CLUSTER_N, bool B_COL, bool BATCHED, int GROUPS>
 __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
     hgemm_wgmma_tf32(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int M,
                      int N, int K, const __grid_constant__ TensorMap tmap_a,
                      const __grid_constant__ TensorMap tmap_b, int batches, int a_div, int a_mod, int b_div,
                      int b_mod, long long c_stride, const int* __restrict__ group_ends, int masked_m) {
-  using Smem = Tf32Smem<STAGES>;
-  constexpr int BM = 256, BN = 128, BK = 32;
-  constexpr int A_STAGE = Smem::A_STAGE;          // 256 rows of 32 floats
+  using Smem = Tf32Smem<BM, STAGES>;
+  constexpr int BN = 128, BK = 32;
+  static_assert(BM == 256 || BM == 128, "wgmma m64n256k8 or m64n128k8");
+  constexpr int A_STAGE = Smem::A_STAGE;          // BM rows of 32 floats
   constexpr int B_PANEL = BK * 128;               // 32 k rows of 32 floats
   constexpr int B_STAGE = Smem::B_STAGE;          // BN / 32 panels (B_COL: BN rows of 32 k)
   constexpr int A_PART = BM / CLUSTER_N;          // A rows this block copies (multicast)
-  constexpr int NACC = BM / 2;                    // m64n256: 128 accumulators per thread
+  constexpr int NACC = BM / 2;                    // m64nBM: BM / 2 accumulators per thread
   constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   static_assert(CLUSTER_N == 1 || CLUSTER_N == 2, "pairs of tiles at most");
   static_assert(B_STAGE == (BN / 32) * B_PANEL, "the B tile is BN / 32 panels");

@@ -191,6 +191,7 @@ CUGEMM_WGMMA_TF32_RS(256, 128, "%128", "%129", "%130", "%131", "%132", "%133")
                  : CUGEMM_WGMMA_ACC##NACC##_OPERANDS(d)                                           \
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                       \
   }
+CUGEMM_WGMMA_TF32_SS(128, 64, "%64", "%65", "%66")
 CUGEMM_WGMMA_TF32_SS(256, 128, "%128", "%129", "%130")
 
 // 16-bit element types: T = half or __nv_bfloat16 (IsBf16: lib/mma.cuh).
