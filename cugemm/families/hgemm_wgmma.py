@@ -442,16 +442,18 @@ _VARIANTS_2D: tuple[Variant, ...] = (
 
 # The TF32 batched forms (05_tf32.cu with BATCHED; B row-major or, `_bcol`, column-major): a float32
 # batch with TF32 allowed in one launch on sm_90 (cugemm.batched), rated as their 2-D twins,
-# preference orders 320-323: candidates of batched problems (cugemm.select.Problem.batched).
+# 256 x 128 tiles with and without clusters, 128 x 128 tiles; preference orders 320-325: candidates of
+# batched problems (cugemm.select.Problem.batched).
 TF32_BATCHED_ORDER = 320
 
 
 def _tf32_batched_forms() -> tuple:
     out = []
     for b_col in (False, True):
-        for cluster, rating in ((2, TF32[0]), (1, TF32[1])):
+        for bm, stages, cluster, rating in ((256, 4, 2, TF32[0]), (256, 4, 1, TF32[1]), (128, 6, 1, TF32_128)):
             c = "_cluster2" if cluster == 2 else ""
-            out.append(_tf32(f"hgemm_wgmma_tf32_m64n256k8_persistent{c}_stage4{'_bcol' if b_col else ''}_batched",
+            out.append(_tf32(f"hgemm_wgmma_tf32_m64n{bm}k8_persistent{c}_stage{stages}{'_bcol' if b_col else ''}"
+                             "_batched", BM=bm, STAGES=stages,
                              CLUSTER_N=cluster, B_COL=b_col, BATCHED=True,
                              matmul=rating._replace(order=TF32_BATCHED_ORDER + len(out)),
                              doc=f"the TF32 sibling's batched form{' with clusters of 2 along N' if c else ''}"
