@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cugemm import grouped, testing, tma_args
-from cugemm.dtypes import BFLOAT16, FLOAT16
+from cugemm.dtypes import BFLOAT16, FLOAT16, FLOAT32
 from cugemm.operand import Operand
 from cugemm.registry import get_variant, variants
 
@@ -89,6 +89,23 @@ def test_grouped_maps_and_arguments(fake_encode):
     assert ma.spec.depth == mc.spec.depth == 0  # 2-D maps
     assert tuple(int(x) for x in args[3:8]) == (G, 1, 1, 1, G)
     assert tuple(int(x) for x in args[8:]) == (0, 0x1234500, 300)
+
+
+def test_tf32_grouped_maps_and_arguments(fake_encode):
+    """float32 (TF32) groups: A 2-D over every row (boxes of 256 rows of 32 k), B 3-D over the groups
+    (the (G, N, K) weights: boxes {32 k, 128 n}), the batch (G, 1, 1, 1, G), no C stride, then the
+    group ends' address and masked_m."""
+    v = get_variant(grouped.choose(4096, 8, 1024, 512, "float32", "col"))
+    assert v.math_dtype == "tfloat32" and v.param_dict["GROUPS"] == grouped.MAX_GROUPS
+    G, M, N, K = 8, 4096, 1024, 512
+    A = _op((M, K), (K, 1), FLOAT32)
+    B = _op((G, K, N), (N * K, 1, K), FLOAT32, BASE + 2**30)
+    C = _op((M, N), (N, 1), FLOAT32, BASE + 2**31)
+    args = v.args_fn(v, A, B, C, M, N, K, raw=True, groups=(0x1234500, 0))
+    ma, mb = args[:2]
+    assert (ma.spec.rows, ma.spec.cols, ma.spec.box, ma.spec.depth) == (M, K, (32, 256), 0)
+    assert (mb.spec.rows, mb.spec.cols, mb.spec.box, mb.spec.depth) == (N, K, (32, 128), G)
+    assert tuple(int(x) for x in args[2:]) == (G, 1, 1, 1, G, 0, 0x1234500, 0)
 
 
 def test_grouped_rows_clamp_like_the_kernel():
