@@ -185,7 +185,7 @@ def tf32_part(args):
     import torch
 
     import cugemm
-    from cugemm import accuracy
+    from cugemm import accuracy, grouped
     from serving_bench import do_bench_pair
     from triton.testing import do_bench
 
@@ -220,10 +220,18 @@ def tf32_part(args):
         ok = accuracy.within(err, "tfloat32", "float32")
         tl, tt = do_bench_pair(do_bench, loop, f_tf)
         tb, tt2 = do_bench_pair(do_bench, f_bf, f_tf)
+        probe = {}
+        if args.probe:  # every TF32 grouped form of this layout
+            for name in grouped.forms("float32", lay, G):
+                fv = lambda name=name: cugemm.grouped_matmul(a, b, offs, variant=name, allow_tf32=True)  # noqa: E731
+                probe[name] = do_bench(fv, warmup=25, rep=100) * 1e3
         label = f"{G}x{tokens if isinstance(tokens, int) else 'uneven'}"
         print(f"{label:<14} {N:>5} {K:>5} {lay:<4} | {tt:>7.1f} {tl:>8.1f} {tl / tt * 100:>9.1f}% "
               f"{2.0 * rows * N * K / tt / 1e6:>7.0f} | {tb:>7.1f} {tb / tt2 * 100:>8.1f}%  {err:.1e}{'' if ok else ' WRONG'}")
-        rows_out.append(dict(G=G, tokens=tokens, N=N, K=K, b=lay, tf32_us=tt, loop_us=tl, bf16_us=tb, err=err))
+        for name, us in sorted(probe.items(), key=lambda x: x[1]):
+            print(f"    tf32 {name:<64} {us:>9.1f} us")
+        rows_out.append(dict(G=G, tokens=tokens, N=N, K=K, b=lay, tf32_us=tt, loop_us=tl, bf16_us=tb, err=err,
+                             plan=grouped.choose(rows, G, N, K, "float32", lay), probe_us=probe))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "tf32": rows_out}, f, indent=1, default=str)

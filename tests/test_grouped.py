@@ -29,13 +29,14 @@ def test_forms_per_type_layout_and_group_count():
             big = grouped.forms(dt, lay, 129)
             assert len(big) == 4 and all(get_variant(n).param_dict["GROUPS"] == 1024 for n in big)
             assert grouped.forms(dt, lay, grouped.MAX_GROUPS + 1) == []
-    for lay in ("row", "col"):  # float32 (TF32): one form per layout, tables for 1024 groups
+    for lay in ("row", "col"):  # float32 (TF32): 256- and 128-row tiles, tables for 1024 groups
         names = grouped.forms("float32", lay, grouped.MAX_GROUPS)
-        assert len(names) == 1 and get_variant(names[0]).math_dtype == "tfloat32"
-        assert get_variant(names[0]).b_layout == lay
-        assert grouped.choose(4096, 8, 4096, 4096, "float32", lay) == names[0]
+        assert len(names) == 2 and all(get_variant(n).math_dtype == "tfloat32" for n in names)
+        assert all(get_variant(n).b_layout == lay for n in names)
+        assert get_variant(grouped.choose(4096, 8, 4096, 4096, "float32", lay)).tile[0] == 256
+        assert get_variant(grouped.choose(4096, 128, 4096, 4096, "float32", lay)).tile[0] == 128  # 32 rows a group
     every = [v for v in variants() if v.param_dict.get("GROUPS")]
-    assert len(every) == 26 and all(v.matmul is None for v in every)  # never a cugemm.matmul candidate
+    assert len(every) == 28 and all(v.matmul is None for v in every)  # never a cugemm.matmul candidate
 
 
 @pytest.mark.parametrize("rows,groups,N,want", [

@@ -463,15 +463,17 @@ def _tf32_batched_forms() -> tuple:
     return tuple(out)
 
 
-# The TF32 grouped forms (05_tf32.cu with GROUPS: tables for 1024 groups, 8 KB beside the 4 stages):
+# The TF32 grouped forms (05_tf32.cu with GROUPS: tables for 1024 groups, 8 KB beside the stages; 256 x 128
+# tiles, and 128 x 128 for small groups):
 # cugemm.grouped_matmul on float32 with allow_tf32, B (G, K, N) row-major or the (G, N, K) view; no
 # rating (grouped products are not matmul's candidates).
 TF32_GROUPED = tuple(
-    _tf32(f"hgemm_wgmma_tf32_m64n256k8_persistent_stage4{'_bcol' if b_col else ''}_grouped", B_COL=b_col,
-          BATCHED=True, GROUPS=1024,
-          doc=f"the TF32 sibling's grouped form{' reading B (G, N, K) (x @ W.T per group)' if b_col else ''}: "
-              "C[rows of g] = A[rows of g] B[g] for groups whose rows are on the GPU, one launch")
-    for b_col in (False, True))
+    _tf32(f"hgemm_wgmma_tf32_m64n{bm}k8_persistent_stage{stages}{'_bcol' if b_col else ''}_grouped", BM=bm,
+          STAGES=stages, B_COL=b_col, BATCHED=True, GROUPS=1024,
+          doc=f"the TF32 sibling's grouped form with {bm} x 128 tiles"
+              f"{' reading B (G, N, K) (x @ W.T per group)' if b_col else ''}: C[rows of g] = A[rows of g] B[g] "
+              "for groups whose rows are on the GPU, one launch")
+    for bm, stages in ((256, 4), (128, 6)) for b_col in (False, True))
 
 VARIANTS: tuple[Variant, ...] = (_VARIANTS_2D + _batched_forms() + _grouped_forms() + _tf32_batched_forms()
                                  + TF32_GROUPED)
