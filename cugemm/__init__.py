@@ -38,7 +38,7 @@ def matmul(a, b, out=None, *, variant=None, allow_tf32: bool = False, verbose: b
 
     a, b        float32, float16 or bfloat16 GPU arrays of one type: CuPy arrays, torch tensors,
                 objects with __cuda_array_interface__ or __dlpack__; 1-D, 2-D or batched (N-D,
-                batch dimensions broadcast; an fp16 / bf16 batch runs in one launch on Hopper:
+                batch dimensions broadcast; a batch runs in one launch, every type and GPU:
                 cugemm/batched.py)
     out         optional result array (CuPy or torch) of the product's shape and type
     variant     run this variant (a name or alias) instead of choosing; copies are still made
