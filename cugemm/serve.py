@@ -483,14 +483,14 @@ def torch_matmul(a, b, out=None, *, allow_tf32: bool = False, variant=None, verb
     if _TENSOR is None:
         _see_torch(sys.modules["torch"])
     allow_tf32 = bool(allow_tf32)
-    serving = out is None and variant is None and a.dim() >= 2 and b.dim() >= 2
+    serving = out is None and a.dim() >= 2 and b.dim() >= 2
     if serving:
-        c = _torch_fast(a, b, allow_tf32)
+        c = _torch_fast(a, b, allow_tf32, variant)
         if c is not None:
             return c
     c, r = _general_ready(a, b, out, allow_tf32, variant, verbose, _TorchLib)
     if serving and r is not None and r.fast and c.data_ptr() & 15 == 0 and c.is_contiguous():
-        key = _torch_key(a, b, allow_tf32)
+        key = _torch_key(a, b, allow_tf32, variant)
         with _lock:  # filed under the serving path's key: a fresh dense result, 16-byte aligned
             if len(c.shape) > 3 or b.dim() > 2:
                 _SHAPES[key] = tuple(c.shape)
@@ -498,19 +498,20 @@ def torch_matmul(a, b, out=None, *, allow_tf32: bool = False, variant=None, verb
     return c
 
 
-def _torch_key(a, b, allow_tf32) -> tuple:
-    """The torch serving path's plan key (the result is a fresh dense tensor, 16-byte aligned)."""
+def _torch_key(a, b, allow_tf32, variant=None) -> tuple:
+    """The torch serving path's plan key (the result is a fresh dense tensor, 16-byte aligned; a
+    named variant is part of it, as in plan_key)."""
     return (a.get_device(), a.dtype, b.dtype, bool(allow_tf32), a.shape, b.shape, a.stride(), b.stride(),
-            a.data_ptr() & 15, b.data_ptr() & 15)
+            a.data_ptr() & 15, b.data_ptr() & 15, variant)
 
 
-def _torch_fast(a, b, allow_tf32: bool):
+def _torch_fast(a, b, allow_tf32: bool, variant=None):
     """The serving path of a torch product planned before (2-D, or batched: rows that stack against a
-    2-D B, or a batch in one launch): one look-up, one allocation, the launches; None when the plan
-    cache does not hold it."""
+    2-D B, or a batch in one launch; a named variant too): one look-up, one allocation, the launches;
+    None when the plan cache does not hold it."""
     pa, pb, sa, sb = a.data_ptr(), b.data_ptr(), a.shape, b.shape
     dev = a.get_device()
-    key = (dev, a.dtype, b.dtype, allow_tf32, sa, sb, a.stride(), b.stride(), pa & 15, pb & 15)
+    key = (dev, a.dtype, b.dtype, allow_tf32, sa, sb, a.stride(), b.stride(), pa & 15, pb & 15, variant)
     r = _READY.get(key)
     if r is None:
         return None
@@ -551,18 +552,17 @@ def _on_device(dev: int):
     return cupy.cuda.Device(dev)
 
 
-def _cupy_key(a, b, out, allow_tf32) -> tuple:
-    """The CuPy serving path's plan key: the problem as a fresh result (out None) or `out` gives it."""
+def _cupy_key(a, b, out, allow_tf32, variant=None) -> tuple:
+    """The CuPy serving path's plan key: the problem as a fresh result (out None) or `out` gives it,
+    and the named variant (None: matmul's choice)."""
     o = ("new",) if out is None else (out.strides, out.data.ptr & 15)
     return ("cupy", a.device.id, a.dtype, bool(allow_tf32), a.shape, b.shape, a.strides, b.strides,
-            a.data.ptr & 15, b.data.ptr & 15) + o
+            a.data.ptr & 15, b.data.ptr & 15, variant) + o
 
 
 def _cupy_matmul(a, b, out, allow_tf32, variant, verbose):
     """The CuPy caller's serving path for 2-D operands planned before, or None (the general path
     then checks, plans and runs it)."""
-    if variant is not None:
-        return None
     if out is not None:
         cupy = sys.modules["cupy"]
         if type(out) is not cupy.ndarray or out.shape != (a.shape[0], b.shape[1]) or out.dtype != a.dtype:
@@ -570,7 +570,7 @@ def _cupy_matmul(a, b, out, allow_tf32, variant, verbose):
         ext = operand.extent(out.shape, out.strides, out.data.ptr, out.itemsize)
         if any(operand.overlaps(ext, operand.extent(x.shape, x.strides, x.data.ptr, x.itemsize)) for x in (a, b)):
             return None  # (overlap depends on the pointers, which the key does not hold)
-    r = _READY.get(_cupy_key(a, b, out, allow_tf32))
+    r = _READY.get(_cupy_key(a, b, out, allow_tf32, variant))
     if r is None:
         return None
     c = _CupyLib.empty((a.shape[0], b.shape[1]), a) if out is None else out
@@ -755,8 +755,8 @@ def dispatch(a, b, out, variant, allow_tf32, verbose, op):
     tracing (the registered operator, cugemm.torch_op.matmul; passed in by the caller, so that this
     module does not import the torch layer above it)."""
     t = _TENSOR
-    if type(a) is t and type(b) is t and out is None and variant is None and not wants_op(a, b):
-        c = _torch_fast(a, b, allow_tf32 is True)  # the serving path of a torch product planned before
+    if type(a) is t and type(b) is t and out is None and not wants_op(a, b):
+        c = _torch_fast(a, b, allow_tf32 is True, variant)  # the serving path of a torch product planned before
         if c is not None:
             return c
     cupy = sys.modules.get("cupy")
@@ -791,8 +791,8 @@ def dispatch(a, b, out, variant, allow_tf32, verbose, op):
     if out is not None:
         out = _as_cupy(out, "out")
     c = _general(a, b, out, allow_tf32, variant, verbose, _CupyLib)
-    if a.ndim == 2 and b.ndim == 2 and variant is None and type(c) is cupy.ndarray:
-        _remember_cupy(a, b, c, None if out is None else c, allow_tf32)
+    if a.ndim == 2 and b.ndim == 2 and type(c) is cupy.ndarray:
+        _remember_cupy(a, b, c, None if out is None else c, allow_tf32, variant)
     return c
 
 
@@ -806,16 +806,16 @@ def _see_torch(torch) -> None:
         _TENSOR = torch.Tensor
 
 
-def _remember_cupy(a, b, c, out, allow_tf32) -> None:
+def _remember_cupy(a, b, c, out, allow_tf32, variant=None) -> None:
     """File the Ready of a 2-D CuPy product just run under the CuPy serving path's key (a fresh
     result's key assumes a 16-byte-aligned pointer, as CuPy's pool gives)."""
     if not (a.size and b.size and c.size) or c.data.ptr & 15:
         return
     A, B, C = (operand.describe(x, w, "cugemm.matmul") for x, w in ((a, "A"), (b, "B"), (c, "out")))
-    r = _READY.get(plan_key(a.device.id, A, B, C, allow_tf32, None))
+    r = _READY.get(plan_key(a.device.id, A, B, C, allow_tf32, variant))
     if r is not None and r.fast:
         with _lock:
-            _READY[_cupy_key(a, b, out, allow_tf32)] = r
+            _READY[_cupy_key(a, b, out, allow_tf32, variant)] = r
 
 
 def _as_cupy(x, what: str):

@@ -324,3 +324,23 @@ def test_copy_plan_of_an_odd_shape_is_one_launch_and_exact():
     _bits(bv)[:K, :N] = _bits(b)
     ref = cugemm.matmul(av, bv, variant=plan.variant.name)
     assert bool(cupy.all(_bits(c1) == _bits(ref[:M, :N]))) and bool(cupy.all(_bits(c2) == _bits(c1)))
+
+
+@pytest.mark.parametrize("api", ["cupy", "torch"])
+def test_named_variants_take_the_serving_path_and_stay_apart(api):
+    """A named variant's later calls are served from the plan cache (the variant is part of the key):
+    alternating two variants on the same operands, every result matches the reference."""
+    names = ["hgemm_wgmma_m64n128k16_persistent_tma_store_stage6_bcol", "hgemm_wgmma_m64n64k16_small_m_stage12_bcol"]
+    a0, w0 = _random("float16", (192, 512)), _random("float16", (384, 512))
+    ref = cupy.matmul(testing.to_float64(a0), testing.to_float64(w0).T)
+    if api == "torch":
+        torch = pytest.importorskip("torch")
+        a, b = torch.from_dlpack(a0), torch.from_dlpack(w0).T
+    else:
+        a, b = a0, w0.T
+    for _ in range(3):
+        for name in names:
+            c = cugemm.matmul(a, b, variant=name)
+            got = cupy.from_dlpack(c) if api == "torch" else c
+            cupy.cuda.Device().synchronize()
+            assert accuracy.within(accuracy.rel_error(got, ref), "float16", "float32"), name
