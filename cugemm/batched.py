@@ -27,7 +27,7 @@ outermost dimension, and one persistent grid walking batches x tiles. So:
 fp16 and bf16 on sm_90 take those wgmma forms, float32 with allow_tf32 on sm_90 the TF32 rung's
 batched form (kernels/hgemm_wgmma/05_tf32.cu, BATCHED: 3-D maps of A and B, A row-major, B either
 way, C's rows dense). Elsewhere the batch runs in one launch of a dense form, the products in grid z
-(blocks loop over z past 65535 products): fp16 / bf16 on sm_80-sm_89 (and Blackwell) the mma.sync
+(one launch per 65535 products past CUDA's limit on grid z): fp16 / bf16 on sm_80-sm_89 (and Blackwell) the mma.sync
 _edge rungs' batched form (kernels/hgemm_mma/08_swizzle_batched.cu), float32 (exact FP32, any GPU,
 and with allow_tf32 off sm_90: exact where TF32 was allowed) the FP32 any-shape warp-tile rung's
 (kernels/sgemm/08_warp_tile_batched.cu); they read dense row-major matrices, so anything else (a
@@ -244,9 +244,9 @@ def decide(A: Operand, B: Operand, O: Operand, batch, M, N, K, a_b, b_b, c_b, A2
     wa, wb, wc = window(batch, a_b), window(batch, b_b), window(batch, c_b)
     if wc is not None and wc[:2] != (1, count):
         wc = None  # C not one matrix per product, in order: computed into a dense batch and copied back
-    la, lb = ("row", "row") if dense else (_layout(A2), _layout(B2))
-    if tf32:  # the TF32 forms read A row-major, B either way (strided lines), write C's rows dense
-        la, lb = "row", ("col" if _layout(B2) == "col" else "row")
+    # the dense forms read row-major matrices; the TF32 forms A row-major, B either way; the 16-bit
+    # wgmma forms either layout of each
+    la, lb = ("row", "row") if dense else ("row" if tf32 else _layout(A2), _layout(B2))
     flags = (not in_place(A2, wa, la, dense), not in_place(B2, wb, lb, dense),
              not in_place(C2, wc, "row", dense or tf32))
     la, lb = ("row" if flags[0] else la), ("row" if flags[1] else lb)

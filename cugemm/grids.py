@@ -71,7 +71,7 @@ def batch_args(v, A, B, C, M: int, N: int, K: int, raw: bool = False) -> tuple:
     for op in (A, B):
         n, step, div = batch_of(op)
         out += [np.int32(div), np.int32(n), np.int64(step // op.dtype.itemsize)]
-    n_c, step_c, _ = batch_of(C)
+    step_c = batch_of(C)[1]
     return (*out, np.int64(step_c // C.dtype.itemsize), np.int32(0))
 
 

@@ -130,8 +130,7 @@ def maps_persistent(v, A, B, C, M, N, K):
     mb = map_b(v, B, K, N, bn // v.cluster[0] if bn % 64 else 64, batched)
     batch = (np.int32(1),) * 5
     if grouped:
-        groups = np.int32(batch_of(B)[0])
-        batch = (groups, np.int32(1), np.int32(1), np.int32(1), groups)
+        batch = _group_batch(B)
     elif batched:
         count, _, c_div = batch_of(C)
         if c_div != 1:
@@ -157,6 +156,13 @@ def _windows(v, A, B, count: int) -> tuple:
     return tuple(out)
 
 
+def _group_batch(B) -> tuple:
+    """A GROUPED form's batch arguments (groups, 1, 1, 1, groups): one matrix of B per group (or one
+    for a 2-D B: a launch of one group), A's rows stacked (no window)."""
+    groups = np.int32(batch_of(B)[0])
+    return groups, np.int32(1), np.int32(1), np.int32(1), groups
+
+
 def maps_bt(v, A, B, C, M, N, K):
     """The swapped-roles rung: A in boxes {64 k, 256 / CLUSTER_N rows} (a cluster's blocks copy one
     part each), B and C in boxes {64, 64}."""
@@ -180,9 +186,8 @@ def maps_tf32(v, A, B, C, M, N, K):
         mb = _map(B, "tfloat32", K, N, row_stride(B, N, 4), (32, 32), batched)
     if not batched:
         return ma, mb, *(np.int32(1),) * 5, np.int64(0)
-    if grouped:  # one matrix of B per group (or one for a 2-D B: a launch of one group)
-        groups = np.int32(batch_of(B)[0])
-        return ma, mb, groups, np.int32(1), np.int32(1), np.int32(1), groups, np.int64(0)
+    if grouped:
+        return ma, mb, *_group_batch(B), np.int64(0)
     count, c_step, _ = batch_of(C)
     return ma, mb, np.int32(count), *_windows(v, A, B, count), np.int64(c_step // 4)
 

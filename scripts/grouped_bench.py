@@ -22,7 +22,6 @@ rule. Nothing is asserted: exit status 0 whatever the verdicts.
 import argparse
 import json
 import math
-import time
 
 # (experts, tokens per expert, N, K, B layout)
 JUDGE = [
@@ -54,22 +53,6 @@ def sizes_of(G, tokens):
     return [int(x) for x in s]
 
 
-def host_us(fn, n=200):
-    """Host microseconds per call: Python wall time of n calls issued behind a GPU sleep (the GPU
-    never drains the queue, so the calls never wait on it)."""
-    import torch
-
-    fn()
-    torch.cuda.synchronize()
-    torch.cuda._sleep(200_000_000)
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    us = (time.perf_counter() - t0) / n * 1e6
-    torch.cuda.synchronize()
-    return us
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", default="judge", choices=("judge", "tune"))
@@ -90,6 +73,7 @@ def main():
     import cugemm
     from cugemm import accuracy, grouped
     from serving_bench import back_to_back, do_bench_pair
+    from serving_probe import us_per_call as host_us
     from triton.testing import do_bench
 
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
