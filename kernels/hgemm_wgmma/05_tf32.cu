@@ -227,45 +227,48 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
       const int n0 = (tc.col * CLUSTER_N + rank) * BN;
       float* const cz = BATCHED && !GROUPED ? c + z * c_stride : c;  // product z's C (GROUPED: rows stacked)
       int prev = -1;  // stage of the previous K-tile, still to be released
-      for (int kt = 0; kt < num_kt && B_COL; ++kt) {
-        // B_COL: both operands from shared memory; K-tile kt - 1's wgmmas finish while kt's are issued
-        mbarrier_wait(&full[ring.stage], ring.phase);
-        cugemm_wgmma::fence_operands(acc);
-        cugemm_wgmma::fence();
-        const unsigned a_stage = sA_addr + ring.stage * A_STAGE;
-        const unsigned b_rows = smem_addr(sB) + ring.stage * B_STAGE + cw * 64 * 128;  // B^T rows 64 cw ..
+      if constexpr (B_COL) {
+        for (int kt = 0; kt < num_kt; ++kt) {
+          // both operands from shared memory; K-tile kt - 1's wgmmas finish while kt's are issued
+          mbarrier_wait(&full[ring.stage], ring.phase);
+          cugemm_wgmma::fence_operands(acc);
+          cugemm_wgmma::fence();
+          const unsigned a_stage = sA_addr + ring.stage * A_STAGE;
+          const unsigned b_rows = smem_addr(sB) + ring.stage * B_STAGE + cw * 64 * 128;  // B^T rows 64 cw ..
 #pragma unroll
-        for (int kk = 0; kk < BK / 8; ++kk)
-          cugemm_wgmma::wgmma_tf32_ss(acc, cugemm_wgmma::make_desc_sw128(b_rows + 32 * kk),
-                                      cugemm_wgmma::make_desc_sw128(a_stage + 32 * kk), (kt > 0 || kk > 0) ? 1 : 0);
-        cugemm_wgmma::commit_group();
-        cugemm_wgmma::wait_group<1>();  // K-tile kt - 1's wgmmas are done: its stage is free
-        cugemm_wgmma::fence_operands(acc);
-        if (prev >= 0) release(prev);
-        prev = ring.stage;
-        ring.advance();
-      }
-      for (int kt = 0; kt < num_kt && !B_COL; ++kt) {
-        mbarrier_wait(&full[ring.stage], ring.phase);
-        cugemm_wgmma::wait_group<0>();  // K-tile kt - 1's wgmmas are done: fragments and stage free
-        if (prev >= 0) release(prev);
-        const char* const bs = sB_c + ring.stage * B_STAGE;
+          for (int kk = 0; kk < BK / 8; ++kk)
+            cugemm_wgmma::wgmma_tf32_ss(acc, cugemm_wgmma::make_desc_sw128(b_rows + 32 * kk),
+                                        cugemm_wgmma::make_desc_sw128(a_stage + 32 * kk), (kt > 0 || kk > 0) ? 1 : 0);
+          cugemm_wgmma::commit_group();
+          cugemm_wgmma::wait_group<1>();  // K-tile kt - 1's wgmmas are done: its stage is free
+          cugemm_wgmma::fence_operands(acc);
+          if (prev >= 0) release(prev);
+          prev = ring.stage;
+          ring.advance();
+        }
+      } else {
+        for (int kt = 0; kt < num_kt; ++kt) {
+          mbarrier_wait(&full[ring.stage], ring.phase);
+          cugemm_wgmma::wait_group<0>();  // K-tile kt - 1's wgmmas are done: fragments and stage free
+          if (prev >= 0) release(prev);
+          const char* const bs = sB_c + ring.stage * B_STAGE;
 #pragma unroll
-        for (int kk = 0; kk < BK / 8; ++kk)
+          for (int kk = 0; kk < BK / 8; ++kk)
 #pragma unroll
-          for (int r = 0; r < 4; ++r)
-            frag[kk][r] = *reinterpret_cast<const unsigned*>(bs + frag_off[r] + kk * 1024);
-        cugemm_wgmma::fence_operands(acc);
-        cugemm_wgmma::fence();
-        const unsigned a_stage = sA_addr + ring.stage * A_STAGE;
+            for (int r = 0; r < 4; ++r)
+              frag[kk][r] = *reinterpret_cast<const unsigned*>(bs + frag_off[r] + kk * 1024);
+          cugemm_wgmma::fence_operands(acc);
+          cugemm_wgmma::fence();
+          const unsigned a_stage = sA_addr + ring.stage * A_STAGE;
 #pragma unroll
-        for (int kk = 0; kk < BK / 8; ++kk)
-          cugemm_wgmma::wgmma_tf32_rs(acc, frag[kk], cugemm_wgmma::make_desc_sw128(a_stage + 32 * kk),
-                                      (kt > 0 || kk > 0) ? 1 : 0);
-        cugemm_wgmma::commit_group();
-        cugemm_wgmma::fence_operands(acc);
-        prev = ring.stage;
-        ring.advance();
+          for (int kk = 0; kk < BK / 8; ++kk)
+            cugemm_wgmma::wgmma_tf32_rs(acc, frag[kk], cugemm_wgmma::make_desc_sw128(a_stage + 32 * kk),
+                                        (kt > 0 || kk > 0) ? 1 : 0);
+          cugemm_wgmma::commit_group();
+          cugemm_wgmma::fence_operands(acc);
+          prev = ring.stage;
+          ring.advance();
+        }
       }
       cugemm_wgmma::wait_group<0>();
       cugemm_wgmma::fence_operands(acc);
