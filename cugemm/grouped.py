@@ -79,8 +79,8 @@ def choose(rows: int, groups: int, N: int, K: int, dtype: str, b_layout: str) ->
     the same mean (137-197 rows) and 2-21% slower on groups of 384 rows or more; pass it as
     `variant=` where groups are known to be that size. float32 (TF32): 128 x 128 tiles where the groups
     average 64 rows or fewer, else 256 x 128 (`grouped_bench.py --set tune --tf32 --probe`, H100: the
-    128-row form 17-20% faster at 32 and 64 rows a group, 3-20% slower from 96 rows up but for one
-    uneven case of mean 140, 5% faster; results/judge/grouped_tf32_tune_h100_s35.json)."""
+    128-row form takes 16-18% less time at 32 and 64 rows a group, 3-29% more from 96 rows up but
+    for one uneven case of mean 140, 5% less; results/judge/grouped_tf32_tune_h100_s35.json)."""
     names = forms(dtype, b_layout, groups)
     if dtype == "float32":  # TF32: 128-row tiles for groups of 64 rows or fewer on average, else 256-row
         bm = 128 if rows <= 64 * groups else 256
