@@ -6,8 +6,9 @@
     c = cugemm.matmul(a, b)                                   # the fastest kernel that computes it
     c = cugemm.run("sgemm_t_8x8_sliced_k16_f32x4_bcf_dbuf", a, b)  # one named variant
 
-Public API: matmul, explain, tune, run, variants, get_variant, compile, compile_plan, compile_source, Variant,
-CompileError, CompileReport, and the element types float32, tfloat32, float16, bfloat16.
+Public API: matmul, grouped_matmul, scaled_matmul, quantize_fp8, explain, tune, run, variants, get_variant,
+compile, compile_plan, compile_source, Variant, CompileError, CompileReport, and the element types
+float32, tfloat32, float16, bfloat16, float8_e4m3fn, float8_e5m2.
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from .dtypes import BFLOAT16 as bfloat16
 from .dtypes import FLOAT16 as float16
 from .dtypes import FLOAT32 as float32
 from .dtypes import TFLOAT32 as tfloat32
+from .dtypes import FLOAT8_E4M3 as float8_e4m3fn
+from .dtypes import FLOAT8_E5M2 as float8_e5m2
 from .jit import CompileError, CompileReport, compile_source
 from .launch import run
 from . import serve as _serve
@@ -28,8 +31,8 @@ from . import registry as _registry
 from .registry import get_variant, variants
 from .variant import Variant
 
-__all__ = ["matmul", "grouped_matmul", "explain", "tune", "run", "variants", "get_variant", "compile", "compile_plan", "compile_source", "warm_cache", "Variant",
-           "CompileError", "CompileReport", "float32", "tfloat32", "float16", "bfloat16"]
+__all__ = ["matmul", "grouped_matmul", "scaled_matmul", "quantize_fp8", "explain", "tune", "run", "variants", "get_variant", "compile", "compile_plan", "compile_source", "warm_cache", "Variant",
+           "CompileError", "CompileReport", "float32", "tfloat32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
 from .version import __version__  # noqa: E402
 
 
@@ -76,6 +79,46 @@ def grouped_matmul(a, b, offsets=None, out=None, *, counts=None, variant=None, a
 
     return grouped.grouped_matmul(a, b, offsets, out, counts=counts, variant=variant, allow_tf32=allow_tf32,
                                   op=_grouped_op)
+
+
+def scaled_matmul(a, b, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None, *, use_fast_accum=False,
+                  variant=None, check_scales: bool = True):
+    """FP8: (A * scale_a) @ (B * scale_b) (+ bias) in one launch, torch._scaled_mm's conventions.
+
+    a, b        (M, K) and (K, N) float8_e4m3fn / float8_e5m2 (not both e5m2): CuPy arrays or torch CUDA
+                tensors; B is read in place as the N x K memory of W when b = W.T (other layouts, K %
+                16 != 0 and misaligned rows are copied, so any shape computes)
+    scale_a, scale_b  float32 on the GPU; their shapes choose the mode: one element each
+                (per-tensor), (M, 1) and (1, N) (per-row / per-column), or (M, ceil(K/128)) and
+                (ceil(K/128), ceil(N/128)) (1 x 128 blocks of A, 128 x 128 blocks of B; fp32 promotion
+                of every 128-deep partial sum)
+    out_dtype   bfloat16 (default), float16 or float32; bias: (N,) added after the scales
+    use_fast_accum  per-tensor / per-row scales: sum all of K in the FP8 tensor cores (faster, an
+                error growing with K) instead of promoting every 128-deep partial sum into fp32
+    check_scales  read the scales and raise ValueError on NaN / Inf (one device sync; False skips it)
+    sm_90 (H100, H200). cugemm.quantize_fp8 makes the operands and scales. torch.compile traces it as
+    torch.ops.cugemm.scaled_matmul (no autograd, as torch._scaled_mm). Details: cugemm/scaled.py.
+    """
+    from . import scaled
+
+    return scaled.scaled_matmul(a, b, scale_a, scale_b, out_dtype, bias, out, use_fast_accum=use_fast_accum,
+                                variant=variant, check_scales=check_scales, op=_scaled_op)
+
+
+def quantize_fp8(x, block="tensor", dtype="float8_e4m3fn"):
+    """(q, scale): x (R, C) quantised to an 8-bit float with one float32 scale per block (x ~ q *
+    scale): block 'tensor', 'row', 'col' or (rows, cols), e.g. (1, 128) for activations and (128, 128)
+    for weights; scale shapes are those cugemm.scaled_matmul takes. Details: cugemm/quantize.py."""
+    from . import quantize
+
+    return quantize.quantize_fp8(x, block, dtype)
+
+
+def _scaled_op(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum=False):
+    """torch.ops.cugemm.scaled_matmul (registered on first use): what torch.compile traces."""
+    from . import torch_op
+
+    return torch_op.scaled_matmul(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum)
 
 
 def _grouped_op(a, b, ends, masked, allow_tf32=False):

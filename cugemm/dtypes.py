@@ -1,6 +1,8 @@
-"""The element types cugemm knows, as its own names: float32, tfloat32, float16, bfloat16.
+"""The element types cugemm knows, as its own names: float32, tfloat32, float16, bfloat16, and the
+8-bit floats float8_e4m3fn and float8_e5m2 (the FP8 family's operands, cugemm.scaled_matmul).
 
-NumPy has no bfloat16; CuPy (14+) represents it with `ml_dtypes.bfloat16`. cugemm's registry,
+NumPy has no bfloat16 or 8-bit floats; CuPy (14+) represents them with `ml_dtypes.bfloat16`,
+`ml_dtypes.float8_e4m3fn` and `ml_dtypes.float8_e5m2`. cugemm's registry,
 validation, tolerances and the bench use the records below, so that a bf16 variant is declared,
 listed, compiled and checked without ml_dtypes installed; only allocating or creating a bf16 CuPy
 array needs it (`DType.numpy`).
@@ -31,14 +33,19 @@ class DType:
     @property
     def numpy(self) -> np.dtype:
         """The NumPy/CuPy dtype of arrays of this type (bfloat16: ml_dtypes.bfloat16)."""
-        if self.storage == "bfloat16":
+        if self.storage in _ML_DTYPES:
             try:
                 import ml_dtypes
             except ImportError:
-                raise TypeError("bfloat16 arrays need the ml_dtypes package (pip install ml_dtypes), "
-                                "which CuPy uses to represent bfloat16") from None
-            return np.dtype(ml_dtypes.bfloat16)
+                raise TypeError(f"{self.storage} arrays need the ml_dtypes package (pip install ml_dtypes), "
+                                f"which CuPy uses to represent {self.storage}") from None
+            return np.dtype(getattr(ml_dtypes, self.storage))
         return np.dtype(self.storage)
+
+    @property
+    def fp8(self) -> bool:
+        """An 8-bit float (float8_e4m3fn, float8_e5m2): the FP8 family's operand types."""
+        return self.itemsize == 1
 
     def __str__(self) -> str:
         return self.name
@@ -48,7 +55,13 @@ FLOAT32 = DType("float32", "f32", 4, "float32", "float")
 TFLOAT32 = DType("tfloat32", "tf32", 4, "float32", "float")
 FLOAT16 = DType("float16", "f16", 2, "float16", "half")
 BFLOAT16 = DType("bfloat16", "bf16", 2, "bfloat16", "__nv_bfloat16")
-ALL = (FLOAT32, TFLOAT32, FLOAT16, BFLOAT16)
+# 8-bit floats (OCP FP8): e4m3 without infinities (max 448) and e5m2 (max 57344), torch's
+# float8_e4m3fn / float8_e5m2; kernels see 1-byte tags (kernels/lib/wgmma.cuh)
+FLOAT8_E4M3 = DType("float8_e4m3fn", "e4m3", 1, "float8_e4m3fn", "cugemm_wgmma::fp8_e4m3")
+FLOAT8_E5M2 = DType("float8_e5m2", "e5m2", 1, "float8_e5m2", "cugemm_wgmma::fp8_e5m2")
+ALL = (FLOAT32, TFLOAT32, FLOAT16, BFLOAT16, FLOAT8_E4M3, FLOAT8_E5M2)
+FP8_MAX = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}  # the largest finite values
+_ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2")  # storage types NumPy lacks (ml_dtypes has them)
 _BY_NAME = {s: d for d in ALL for s in (d.name, d.short)}
 
 
@@ -81,6 +94,10 @@ def from_numpy(d: np.dtype) -> DType | None:
         pass
     if d.name == "bfloat16":  # ml_dtypes.bfloat16
         found = BFLOAT16
+    elif d.name == "float8_e4m3fn":  # ml_dtypes' 8-bit floats
+        found = FLOAT8_E4M3
+    elif d.name == "float8_e5m2":
+        found = FLOAT8_E5M2
     elif d == np.float32:
         found = FLOAT32
     elif d == np.float16:
@@ -104,14 +121,19 @@ def _np_dtype(typestr: str) -> np.dtype:
 def of_typestr(typestr: str, hint=None) -> DType | None:
     """The DType of a __cuda_array_interface__ typestr ('<f4', '<f2'). A 2-byte void ('<V2',
     '|V2') is what torch reports for bfloat16, but the typestr alone cannot say so: `hint` (the
-    object's own `dtype` attribute, e.g. torch.bfloat16) settles it; without one it is None."""
+    object's own `dtype` attribute, e.g. torch.bfloat16) settles it; without one it is None. A
+    1-byte void is an 8-bit float the same way (the hint's name ends in float8_e4m3fn or float8_e5m2)."""
     d = _np_dtype(typestr)
     if d.kind == "V" and d.itemsize == 2:
         return BFLOAT16 if hint is not None and str(hint).endswith("bfloat16") else None
+    if d.kind == "V" and d.itemsize == 1:
+        name = str(getattr(hint, "name", hint) or "")
+        return next((t for t in (FLOAT8_E4M3, FLOAT8_E5M2) if name.endswith(t.name)), None)
     return from_numpy(d)
 
 
-_FROM_TORCH = {"torch.float32": FLOAT32, "torch.float16": FLOAT16, "torch.bfloat16": BFLOAT16}
+_FROM_TORCH = {"torch.float32": FLOAT32, "torch.float16": FLOAT16, "torch.bfloat16": BFLOAT16,
+               "torch.float8_e4m3fn": FLOAT8_E4M3, "torch.float8_e5m2": FLOAT8_E5M2}
 
 
 def from_torch(d) -> DType | None:

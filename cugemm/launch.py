@@ -21,9 +21,9 @@ from .variant import Variant
 def check_operands(v: Variant, A: Operand, B: Operand, O: Operand | None = None) -> tuple[int, int, int]:
     """Check described operands against variant `v`; return (M, N, K). Raises TypeError / ValueError
     naming the variant and the broken rule. Needs no GPU."""
-    for what, op in (("A", A), ("B", B)):
-        if op.dtype is not v.dt_in:
-            raise TypeError(f"{v.name}: {what} has dtype {dtype_name(op)}, the variant takes {v.dtype_in}")
+    for what, op, dt in (("A", A, v.dt_in), ("B", B, v.dt_b)):
+        if op.dtype is not dt:
+            raise TypeError(f"{v.name}: {what} has dtype {dtype_name(op)}, the variant takes {dt.name}")
         if len(op.shape) != 2:
             raise ValueError(f"{v.name}: {what} must be 2-D, got shape {op.shape}")
     (M, K), (K2, N) = A.shape, B.shape

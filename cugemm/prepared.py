@@ -10,7 +10,7 @@ ctypes storage once. An argument is one of
     a NumPy record array     its bytes passed by value (the relayout kernel's job table), fixed
 Slots are found by value: the caller builds the arguments with SENTINEL addresses (`sentinel(k)`
 for base k: A, B, C, the copy workspace, the split-K partials and counters, a grouped product's
-group ends), and every address at
+group ends, an FP8 product's scales of A and B and its bias), and every address at
 sentinel(k) + offset becomes "base k + offset", rewritten by `launch(bases, stream)` before the
 driver call (cuLaunchKernelEx through ctypes, with programmatic dependent launch when `pdl`).
 
@@ -33,8 +33,8 @@ from . import pdl as _pdl
 
 SENTINEL_SHIFT = 40
 SENTINEL_SPAN = 1 << 36        # an offset from a base is below this
-A, B, C, WORK, PARTIALS, COUNTERS, GROUPS = range(7)
-BASES = 7
+A, B, C, WORK, PARTIALS, COUNTERS, GROUPS, SCALE_A, SCALE_B, BIAS = range(10)
+BASES = 10
 
 
 def sentinel(k: int) -> int:

@@ -13,12 +13,13 @@ from . import dtypes
 from .families import hgemm, hgemm_mma, hgemm_wgmma, hgemm_wmma, sgemm, sgemm_cm, sgemm_tf32
 from .families import hgemm_wgmma_splitk
 from .families import hgemm_skinny
+from .families import fp8_wgmma
 from .variant import Variant
 
 _TABLE: tuple[Variant, ...] = (sgemm.VARIANTS + sgemm_cm.VARIANTS + sgemm_tf32.VARIANTS
                                + hgemm.VARIANTS + hgemm_wmma.VARIANTS + hgemm_mma.VARIANTS
                                + hgemm_wgmma.VARIANTS + hgemm_wgmma_splitk.VARIANTS
-                               + hgemm_skinny.VARIANTS)
+                               + hgemm_skinny.VARIANTS + fp8_wgmma.VARIANTS)
 
 
 def build_index(table) -> dict[str, Variant]:

@@ -26,6 +26,8 @@ ARGS = {
     "tma_bt": tma_args.cached_args(tma_args.maps_bt),
     "tma_tf32": tma_args.tf32_args,
     "tma_small_m": tma_args.cached_args(tma_args.maps_small_m),
+    "fp8_scaled": tma_args.fp8_scaled_args,
+    "fp8_promoted": tma_args.fp8_promoted_args,
     "swizzle": grids.swizzle_args,
     "no_swizzle": grids.no_swizzle_args,
     "batch": grids.batch_args,

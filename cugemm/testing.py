@@ -18,10 +18,15 @@ _NAN16 = {"float16": 0x7E00, "bfloat16": 0x7FC0}
 
 
 def cast(x32, dtype):
-    """A float32 CuPy array rounded to `dtype` (round to nearest even; bfloat16 by its bits)."""
+    """A float32 CuPy array rounded to `dtype` (round to nearest even; bfloat16 by its bits; 8-bit
+    floats by cugemm.quantize.cast_fp8, saturating)."""
     import cupy
 
     dt = dtypes.get(dtype)
+    if dt.fp8:
+        from .quantize import cast_fp8
+
+        return cast_fp8(x32, dt.name)
     if dt.storage != "bfloat16":
         return x32.astype(dt.numpy)
     u = cupy.ascontiguousarray(x32, dtype=cupy.float32).view(cupy.uint32)
@@ -33,31 +38,43 @@ def to_float64(x):
     """A CuPy array of any cugemm element type, exactly, in float64."""
     import cupy
 
+    if x.dtype.itemsize == 1:  # an 8-bit float: its codes through the table of its 256 values
+        from .quantize import to_float64 as fp8_to_float64
+
+        return fp8_to_float64(x)
     if x.dtype.name == "bfloat16":
         bits = cupy.ascontiguousarray(x).view(cupy.uint16).astype(cupy.uint32) << 16
         return bits.view(cupy.float32).astype(cupy.float64).reshape(x.shape)
     return x.astype(cupy.float64)
 
 
-def random_operands(dtype, M: int, N: int, K: int, layout: str = "row"):
-    """(A, B): fresh random normal MxK and KxN CuPy arrays of `dtype` in `layout` ('row' or 'col')."""
+def random_operands(dtype, M: int, N: int, K: int, layout: str = "row", dtype_b=None):
+    """(A, B): fresh random normal MxK and KxN CuPy arrays of `dtype` (B: `dtype_b`, if given) in
+    `layout` ('row' or 'col')."""
     import cupy
 
     a = cast(cupy.random.standard_normal((M, K), dtype=cupy.float32), dtype)
-    b = cast(cupy.random.standard_normal((K, N), dtype=cupy.float32), dtype)
+    b = cast(cupy.random.standard_normal((K, N), dtype=cupy.float32), dtype_b or dtype)
     if layout == "col":
-        a, b = cupy.asfortranarray(a), cupy.asfortranarray(b)
+        a, b = _fortran(a), _fortran(b)
     return a, b
+
+
+def _fortran(x):
+    """x column-major (8-bit floats, which CuPy cannot copy, through their bytes)."""
+    import cupy
+
+    if x.itemsize == 1:
+        return cupy.asfortranarray(x.view(cupy.uint8)).view(x.dtype)
+    return cupy.asfortranarray(x)
 
 
 def variant_operands(v, M: int, N: int, K: int):
     """(A, B) as random_operands, each laid out as variant `v` reads it (v.a_layout, v.b_layout): a
     'col' operand is column-major, the transposed view of a row-major array (x.T, W.T)."""
-    import cupy
-
-    a, b = random_operands(v.dtype_in, M, N, K)
-    a = cupy.asfortranarray(a) if v.a_layout == "col" else a
-    b = cupy.asfortranarray(b) if v.b_layout == "col" else b
+    a, b = random_operands(v.dtype_in, M, N, K, dtype_b=v.dt_b.name)
+    a = _fortran(a) if v.a_layout == "col" else a
+    b = _fortran(b) if v.b_layout == "col" else b
     if v.strided:  # leading dimensions rounded up to the alignment, plus one more step: ld > span
         a, b = padded(a, v.a_layout, v.align), padded(b, v.b_layout, v.align)
     return a, b
@@ -72,9 +89,9 @@ def padded(x, layout: str, align: int):
     rows, cols = x.shape
     span, lines = (cols, rows) if layout == "row" else (rows, cols)
     ld = -(-span // step) * step + step
-    buf = cupy.empty((lines, ld), dtype=x.dtype)
+    iv = {1: cupy.uint8, 2: cupy.uint16}.get(x.itemsize, cupy.uint32)
+    buf = cupy.empty((lines, ld), dtype=iv).view(x.dtype)  # 8-bit floats: CuPy allocates no such type itself
     view = buf[:, :span] if layout == "row" else buf[:, :span].T
-    iv = cupy.uint16 if x.itemsize == 2 else cupy.uint32
     view.view(iv)[...] = x.view(iv)
     return view
 

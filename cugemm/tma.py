@@ -24,7 +24,7 @@ and reused by an array of the same shape gets a map that is still right.
 
 dtypes: 'float16', 'bfloat16', 'float32', and 'tfloat32': float32 data for which the copy engine
 rounds every element it loads to TF32 (round to nearest), what cuBLAS's TF32 GEMMs compute with;
-the tensor cores alone would truncate.
+the tensor cores alone would truncate; 'float8_e4m3fn' and 'float8_e5m2' (bytes to the copy engine).
 """
 from __future__ import annotations
 
@@ -40,6 +40,8 @@ DATA_TYPES = {
     "float32": (7, 4),    # CU_TENSOR_MAP_DATA_TYPE_FLOAT32
     "bfloat16": (9, 2),   # CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
     "tfloat32": (11, 4),  # CU_TENSOR_MAP_DATA_TYPE_TFLOAT32: loads round float32 to TF32
+    "float8_e4m3fn": (0, 1),  # CU_TENSOR_MAP_DATA_TYPE_UINT8: the copy engine moves 8-bit floats as bytes
+    "float8_e5m2": (0, 1),
 }
 # swizzle span in bytes -> CUtensorMapSwizzle value
 SWIZZLES = {0: 0, 32: 1, 64: 2, 128: 3}

@@ -235,3 +235,38 @@ def persistent_args(v, A, B, C, M, N, K, raw=False, work=None, dev=None, groups=
     groups' ends, masked_m) (cugemm.grouped; (0, 0): one group of all M rows, as cugemm.run runs one)."""
     return _persistent_maps(v, A, B, C, M, N, K, raw=raw) + (
         np.uint64(work.counters if work is not None else 0), np.uint64(groups[0]), np.int32(groups[1]))
+
+
+# ---- the FP8 rungs (kernels/fp8_wgmma/) ----------------------------------------------------------
+FP8_BK = 128  # k values (bytes) of an FP8 K-tile: one 128-byte swizzle row
+
+
+def maps_fp8(v, A, B, C, M, N, K):
+    """The FP8 rungs: A (M x K, row-major) in boxes {128 k, BM rows}, B's N x K memory (B = W.T,
+    K-major) in boxes {128 k, BN / CLUSTER_M n} (each block of a cluster copies one piece), C in
+    boxes of 64 rows x 128 bytes (64 columns of a 16-bit type, 32 of float), all 128-byte swizzled."""
+    bm, bn = v.tile[:2]
+    osize = v.dt_out.itemsize
+    ma = tma.tensor_map_2d(A.ptr, v.dtype_in, M, K, row_stride(A, K, 1), (FP8_BK, bm))
+    mb = tma.tensor_map_2d(B.ptr, v.dt_b.name, N, K, row_stride(B, K, 1, "col"), (FP8_BK, bn // v.cluster[0]))
+    mc = tma.tensor_map_2d(C.ptr, v.dtype_out, M, N, row_stride(C, N, osize), (128 // osize, 64))
+    return ma, mb, mc
+
+
+_fp8_maps = cached_args(maps_fp8)
+_NULL = np.uint64(0)
+
+
+def fp8_scaled_args(v, A, B, C, M, N, K, raw=False, scales=(0, 0, 0)):
+    """Rungs 1-2 (01_scaled.cu): maps_fp8's (cached), then the addresses of scale_a, scale_b and the
+    bias (0: a scale of 1, no bias: what cugemm.run passes; cugemm.scaled_matmul passes its own)."""
+    return _fp8_maps(v, A, B, C, M, N, K, raw=raw) + tuple(np.uint64(x) for x in scales)
+
+
+def fp8_promoted_args(v, A, B, C, M, N, K, raw=False, scales=(0, 0, 0, 0, 0, 0, 0)):
+    """Rung 3 (02_promoted.cu): maps_fp8's, then scale_a's address and (block scales) its strides in
+    elements along M and along K's blocks, scale_b's address and its strides along K's blocks and N's
+    blocks, and the bias's address (zeros: scales of 1, no bias)."""
+    sa, sa_m, sa_k, sb, sb_k, sb_n, bias = scales
+    return _fp8_maps(v, A, B, C, M, N, K, raw=raw) + (
+        np.uint64(sa), np.int32(sa_m), np.int32(sa_k), np.uint64(sb), np.int32(sb_k), np.int32(sb_n), np.uint64(bias))

@@ -52,6 +52,11 @@ SCHEMA = "matmul(Tensor a, Tensor b, bool allow_tf32=False) -> Tensor"
 # the offsets (masked False: A (rows, K)) or the counts (masked True: A (G, max_m, K))
 GROUPED_QUALNAME = "cugemm::grouped_matmul"
 GROUPED_SCHEMA = "grouped_matmul(Tensor a, Tensor b, Tensor ends, bool masked=False, bool allow_tf32=False) -> Tensor"
+# cugemm.scaled_matmul (FP8, cugemm.scaled) as an operator for torch.compile; no autograd (as
+# torch._scaled_mm): FP8 training recipes quantise gradients themselves
+SCALED_QUALNAME = "cugemm::scaled_matmul"
+SCALED_SCHEMA = ("scaled_matmul(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None, "
+                 "ScalarType? out_dtype=None, bool use_fast_accum=False) -> Tensor")
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 _LIB = globals().get("_LIB")            # the Library holding the registrations (survives reload)
@@ -228,6 +233,9 @@ def register():
                 torch.library.register_fake(GROUPED_QUALNAME, _grouped_fake, lib=lib)
                 torch.library.register_autograd(GROUPED_QUALNAME, _grouped_backward,
                                                 setup_context=_grouped_setup_context, lib=lib)
+                lib.define(SCALED_SCHEMA, tags=(torch.Tag.pt2_compliant_tag,))
+                lib.impl("scaled_matmul", _scaled_cuda, "CUDA")
+                torch.library.register_fake(SCALED_QUALNAME, _scaled_fake, lib=lib)
                 _LIB = lib
             _GROUPED_OP = torch.ops.cugemm.grouped_matmul.default
             _OP = torch.ops.cugemm.matmul.default
@@ -249,6 +257,33 @@ def grouped_matmul(a, b, ends, masked: bool = False, allow_tf32: bool = False):
         register()
         op = torch.ops.cugemm.grouped_matmul.default
     return op(a, b, ends, masked, allow_tf32)
+
+
+def scaled_matmul(a, b, scale_a, scale_b, bias=None, out_dtype=None, use_fast_accum=False):
+    """cugemm.scaled_matmul through torch.ops.cugemm.scaled_matmul (what torch.compile traces)."""
+    register()
+    return torch.ops.cugemm.scaled_matmul.default(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum)
+
+
+def _scaled_cuda(a, b, scale_a, scale_b, bias=None, out_dtype=None, use_fast_accum=False):
+    from . import scaled
+
+    return scaled.scaled_matmul(a, b, scale_a, scale_b, out_dtype or torch.bfloat16, bias,
+                                use_fast_accum=use_fast_accum)
+
+
+def _scaled_fake(a, b, scale_a, scale_b, bias=None, out_dtype=None, use_fast_accum=False):
+    """Shapes and the checks that need no data: (M, N) of out_dtype (bfloat16 by default)."""
+    from . import scaled
+
+    for what, x in (("A", a), ("B", b)):
+        if x.dim() != 2 or x.dtype not in (torch.float8_e4m3fn, torch.float8_e5m2):
+            raise TypeError(f"{scaled.WHO}: {what} must be a 2-D float8_e4m3fn / float8_e5m2 tensor, got "
+                            f"{x.dtype} {tuple(x.shape)}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"{scaled.WHO}: inner dimensions differ: A is {tuple(a.shape)}, B is {tuple(b.shape)}")
+    scaled.scale_mode(a.shape[0], b.shape[1], a.shape[1], tuple(scale_a.shape), tuple(scale_b.shape))
+    return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or torch.bfloat16)
 
 
 # ---- nn.Linear -----------------------------------------------------------------------------------------

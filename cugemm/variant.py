@@ -68,6 +68,8 @@ class Variant:
     tile        (BM, BN, BK): the block tile; default grid = (ceil(N/BN), ceil(M/BM))
     block       CUDA block shape (x, y, z)
     dtype_in/out/acc  element types (cugemm.dtypes names) of the inputs, the output, the accumulator
+    dtype_b     B's element type where it differs from A's (dtype_in): the FP8 family's e4m3 x e5m2
+                forms; '' means dtype_in (dt_b is B's DType either way)
     math        arithmetic unit: 'ffma', 'hfma2', 'wmma', 'mma', 'wgmma'
     math_dtype  what the multiplies see, when it differs from dtype_in: 'tfloat32' for TF32 tensor-core
                 variants of float32 inputs; '' means dtype_in. Tolerances are keyed on it.
@@ -123,6 +125,7 @@ class Variant:
     dtype_out: str
     dtype_acc: str
     math: str
+    dtype_b: str = ""
     layout: str = "row"
     a_layout: str = ""
     b_layout: str = ""
@@ -150,6 +153,7 @@ class Variant:
     workspace_fn: object = field(init=False, repr=False, compare=False)
     dt_in: dtypes.DType = field(init=False, repr=False, compare=False)
     dt_out: dtypes.DType = field(init=False, repr=False, compare=False)
+    dt_b: dtypes.DType = field(init=False, repr=False, compare=False)
     name_expression: str = field(init=False, repr=False, compare=False)
     # per-device launch state the launcher caches on first use (checked fit, loaded kernel)
     _launch: dict = field(init=False, repr=False, compare=False, default_factory=dict)
@@ -161,6 +165,9 @@ class Variant:
         set_(self, "math_dtype", dtypes.get(self.math_dtype or self.dtype_in).name)
         set_(self, "dt_in", dtypes.get(self.dtype_in))
         set_(self, "dt_out", dtypes.get(self.dtype_out))
+        if self.dtype_b:  # kept '' when not given, so that dataclasses.replace of dtype_in carries B along
+            set_(self, "dtype_b", dtypes.get(self.dtype_b).name)
+        set_(self, "dt_b", dtypes.get(self.dtype_b or self.dtype_in))
         # what NVRTC instantiates, e.g. 'sgemm_t_8x8_sliced_k_f32x4_bcf_dbuf<128, 128, 8, 8, 8, 0>'
         set_(self, "name_expression", self.template_expression(self.template))
         for attr in ("layout", "a_layout", "b_layout"):

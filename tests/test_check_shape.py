@@ -40,7 +40,7 @@ def dense(shape, dt, layout, ptr):
 def launch_verdict(v, M, N, K) -> str:
     """'' when cugemm.run would launch `v` on dense M x N x K operands, else why not."""
     A = dense((M, K), v.dt_in, v.a_layout, 0x10_0000_0000)
-    B = dense((K, N), v.dt_in, v.b_layout, 0x20_0000_0000)
+    B = dense((K, N), v.dt_b, v.b_layout, 0x20_0000_0000)
     C = dense((M, N), v.dt_out, v.layout, 0x30_0000_0000)
     try:
         launch.check_operands(v, A, B, C)

@@ -64,12 +64,15 @@ struct RingSmem {
 // or reads the accumulators. A_COL / B_COL: the transposed tile layouts (header comment).
 // B_P32 (08_small_m.cu, B row-major): the B tile is BN / 32 panels of 32 columns, 64-byte
 // swizzled (make_desc_sw64_mn), B_P32_PANEL_BYTES apart, so BN may be any multiple of 32.
+// 8-bit T (fp8_e4m3 / fp8_e5m2, kernels/fp8_wgmma/; B's type TB): the same 128-byte K-major rows
+// hold 128 k values, four wgmma m64nBNk32 steps of 32 bytes, A K-major and B_COL only.
 inline constexpr int B_P32_PANEL_BYTES = BK * 64;  // one 32-column panel of a B_P32 tile
-template <class T, int BN, bool A_COL = false, bool B_COL = false, bool B_P32 = false>
+template <class T, int BN, bool A_COL = false, bool B_COL = false, bool B_P32 = false, class TB = T>
 __device__ __forceinline__ void mma_ktile(float (&acc)[BN / 2], unsigned a_addr, unsigned b_addr,
                                           bool accumulate) {
   using namespace cugemm_wgmma;
   static_assert(!(B_P32 && B_COL), "B_P32 is a layout of a row-major B");
+  static_assert(!IsFp8<T>::value || (!A_COL && B_COL), "8-bit operands are K-major (A row-major, B_COL)");
 #pragma unroll
   for (int kk = 0; kk < BK / 16; ++kk) {
     const unsigned long long da = A_COL ? make_desc_sw128_mn(a_addr + 2048 * kk, B_PANEL_BYTES)
@@ -77,7 +80,11 @@ __device__ __forceinline__ void mma_ktile(float (&acc)[BN / 2], unsigned a_addr,
     const unsigned long long db = B_COL   ? make_desc_sw128(b_addr + 32 * kk)
                                   : B_P32 ? make_desc_sw64_mn(b_addr + 1024 * kk, B_P32_PANEL_BYTES)
                                           : make_desc_sw128_mn(b_addr + 2048 * kk, B_PANEL_BYTES);
-    wgmma_ss<T, A_COL ? 1 : 0, B_COL ? 0 : 1>(acc, da, db, (accumulate || kk > 0) ? 1 : 0);
+    if constexpr (IsFp8<T>::value) {
+      wgmma_fp8_ss<T, TB>(acc, da, db, (accumulate || kk > 0) ? 1 : 0);
+    } else {
+      wgmma_ss<T, A_COL ? 1 : 0, B_COL ? 0 : 1>(acc, da, db, (accumulate || kk > 0) ? 1 : 0);
+    }
   }
 }
 
@@ -296,9 +303,9 @@ __device__ __forceinline__ void produce_ktiles(Ring<STAGES>& ring, unsigned long
 // (stages B_STAGE apart). One K-tile of wgmmas in flight: after issuing K-tile i the consumer waits
 // for K-tile i - 1's and releases its stage (release(stage): the caller's arrival on EMPTY). The
 // first K-tile overwrites the accumulators. On return they are final and every stage released.
-// A_COL / B_COL / B_P32: the operand layouts of mma_ktile.
+// A_COL / B_COL / B_P32: the operand layouts of mma_ktile; TB: B's element type where it differs (8-bit).
 template <class T, int BN, int STAGES, int A_STAGE, int B_STAGE, bool A_COL = false, bool B_COL = false,
-          bool B_P32 = false, class Release>
+          bool B_P32 = false, class TB = T, class Release>
 __device__ __forceinline__ void consume_ktiles(float (&acc)[BN / 2], Ring<STAGES>& ring,
                                                unsigned long long* full, unsigned a_addr, unsigned b_addr,
                                                int count, Release&& release) {
@@ -306,8 +313,8 @@ __device__ __forceinline__ void consume_ktiles(float (&acc)[BN / 2], Ring<STAGES
   for (int i = 0; i < count; ++i) {
     mbarrier_wait(&full[ring.stage], ring.phase);
     begin_group(acc);
-    mma_ktile<T, BN, A_COL, B_COL, B_P32>(acc, a_addr + ring.stage * A_STAGE, b_addr + ring.stage * B_STAGE,
-                                          i > 0);
+    mma_ktile<T, BN, A_COL, B_COL, B_P32, TB>(acc, a_addr + ring.stage * A_STAGE, b_addr + ring.stage * B_STAGE,
+                                              i > 0);
     end_group(acc);
     cugemm_wgmma::wait_group<1>();
     if (i > 0) release(prev);

@@ -235,4 +235,51 @@ CUGEMM_WGMMA_SS16(128, 64, "%64", "%65", "%66", "%67", "%68")
 CUGEMM_WGMMA_SS16(192, 96, "%96", "%97", "%98", "%99", "%100")
 CUGEMM_WGMMA_SS16(256, 128, "%128", "%129", "%130", "%131", "%132")
 
+// 8-bit float element types (FP8, sm_89+ tensor cores): the kernels never compute with them, they
+// only pass their bytes to wgmma and TMA, so a 1-byte tag type each is all they need (the C++ name
+// a variant is instantiated with: cugemm/dtypes.py).
+struct fp8_e4m3 {
+  unsigned char bits;
+};
+struct fp8_e5m2 {
+  unsigned char bits;
+};
+template <class T> struct IsFp8 { static constexpr bool value = false; };
+template <> struct IsFp8<fp8_e4m3> { static constexpr bool value = true; };
+template <> struct IsFp8<fp8_e5m2> { static constexpr bool value = true; };
+template <class T> struct IsE5m2 { static constexpr bool value = false; };
+template <> struct IsE5m2<fp8_e5m2> { static constexpr bool value = true; };
+
+// d (+)= A * B, wgmma m64nNk32 .f32 with 8-bit A (64 x 32) and B (32 x N), TA / TB = fp8_e4m3 or
+// fp8_e5m2 each (the four combinations the instruction takes), both from shared memory and both
+// K-major (8-bit operands have no transposed form): a K-major 128-byte row holds 128 k values, so
+// the k32 step kk starts 32 kk bytes into it, as the 16-bit k16 step does. scale_d as above.
+#define CUGEMM_WGMMA_FP8_ASM(N, NACC, TYPES, DA, DB, SCALE)                                        \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n"                                  \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32." TYPES " " CUGEMM_WGMMA_ACC##NACC   \
+               ", " DA ", " DB ", p, 1, 1;\n}\n"                                                   \
+               : CUGEMM_WGMMA_ACC##NACC##_OPERANDS(d)                                              \
+               : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+#define CUGEMM_WGMMA_SS8(N, NACC, DA, DB, SCALE)                                                   \
+  template <class TA, class TB>                                                                    \
+  __device__ __forceinline__ void wgmma_fp8_ss(float (&d)[NACC], unsigned long long desc_a,        \
+                                               unsigned long long desc_b, int scale_d) {           \
+    static_assert(IsFp8<TA>::value && IsFp8<TB>::value, "8-bit operands: fp8_e4m3 or fp8_e5m2");  \
+    if constexpr (IsE5m2<TA>::value && IsE5m2<TB>::value) {                                        \
+      CUGEMM_WGMMA_FP8_ASM(N, NACC, "e5m2.e5m2", DA, DB, SCALE);                                   \
+    } else if constexpr (IsE5m2<TA>::value) {                                                      \
+      CUGEMM_WGMMA_FP8_ASM(N, NACC, "e5m2.e4m3", DA, DB, SCALE);                                   \
+    } else if constexpr (IsE5m2<TB>::value) {                                                      \
+      CUGEMM_WGMMA_FP8_ASM(N, NACC, "e4m3.e5m2", DA, DB, SCALE);                                   \
+    } else {                                                                                       \
+      CUGEMM_WGMMA_FP8_ASM(N, NACC, "e4m3.e4m3", DA, DB, SCALE);                                   \
+    }                                                                                              \
+  }
+CUGEMM_WGMMA_SS8(64, 32, "%32", "%33", "%34")
+CUGEMM_WGMMA_SS8(96, 48, "%48", "%49", "%50")
+CUGEMM_WGMMA_SS8(112, 56, "%56", "%57", "%58")
+CUGEMM_WGMMA_SS8(128, 64, "%64", "%65", "%66")
+CUGEMM_WGMMA_SS8(192, 96, "%96", "%97", "%98")
+CUGEMM_WGMMA_SS8(256, 128, "%128", "%129", "%130")
+
 }  // namespace cugemm_wgmma

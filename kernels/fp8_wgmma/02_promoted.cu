@@ -1,0 +1,139 @@
+// cugemm/kernels/fp8_wgmma/02_promoted.cu: FP8 rung 3 (sm_90a): the partial sums promoted into fp32
+// registers every K-tile, with per-tensor, per-row or block scales (the block recipe DeepSeek-V3 /
+// DeepGEMM published; cuBLASLt's default, non-"fast" FP8 accumulation promotes likewise).
+//
+// What it adds over rungs 1-2 (01_scaled.cu), which sum all of K inside the tensor cores: Hopper's
+// FP8 wgmma adds its products into the accumulators with fewer mantissa bits than fp32, an error
+// that grows with K (docs/fp8_wgmma.md: 1.1e-3 against 1.0e-4 in fp32 out at K = 4096). Here a
+// K-tile's four wgmma m64nBNk32 overwrite a partial accumulator (scale-d = 0 on the first), the
+// consumer waits for them (wait_group 0), releases the stage and adds the partial into the fp32
+// total with FADD / FFMA: no more than 128 products ever sum inside the tensor cores.
+// SCALE = 0 (per-tensor) and 1 (per-row / per-column): total += partial, scaled in the epilogue as
+//   in rungs 1-2.
+// SCALE = 2 (block): a scale for every 1 x 128 block of A (row m, k values 128 kb .. 128 kb + 127:
+//   scale_a[m * sa_m + kb * sa_k]) and every 128 x 128 block of B (k block kb, columns 128 nb ..:
+//   scale_b[kb * sb_k + nb * sb_n]), any strides: total += partial * scale_a * scale_b, the two
+//   scales of block kb + 1 loaded while block kb's wgmmas run (their latency off the critical path).
+// The price: two sets of accumulators (BN <= 128) and a pipeline that drains every K-tile; the other
+// consumer warpgroup (BM = 128) keeps the tensor cores busy meanwhile. A K tail is zero-filled by the
+// copy engine (its block's scale multiplies zeros).
+// Producer, walk, clusters and epilogue (scales, bias, TMA stores) are rungs 1-2's (fp8_wgmma.cuh).
+// Template parameters: BM (64: one consumer warpgroup, 128: two), BN (64, 128; block scales: a
+//   tile's columns in one 128-column block), STAGES, GROUP, CLUSTER_M (1, 2), SCALE, TA, TB, TC.
+// Launch: block = (128 + BM * 2, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1), dynamic
+//   shared memory fp8_wgmma_promoted_smem_bytes<...>; extra arguments: the maps of 01_scaled.cu,
+//   then scale_a, sa_m, sa_k, scale_b, sb_k, sb_n (float pointers and, for block scales, strides in
+//   elements; a null pointer is a scale of 1 everywhere), bias (N floats or null).
+// Preconditions: 01_scaled.cu's.
+#include "fp8_wgmma.cuh"
+
+template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, int SCALE, class TA, class TB, class TC>
+__device__ constexpr int fp8_wgmma_promoted_smem_bytes = fp8_wgmma::Smem<BM, BN, STAGES>::BYTES;
+
+template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, int SCALE, class TA, class TB, class TC>
+__global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, 1)
+    fp8_wgmma_promoted(const TA* __restrict__ a, const TB* __restrict__ b, TC* __restrict__ c, int M, int N,
+                          int K, const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b,
+                          const __grid_constant__ TensorMap tmap_c, const float* __restrict__ scale_a, int sa_m,
+                          int sa_k, const float* __restrict__ scale_b, int sb_k, int sb_n,
+                          const float* __restrict__ bias) {
+  using namespace fp8_wgmma;
+  using S = Smem<BM, BN, STAGES>;
+  constexpr int CONSUMERS = BM / 64;
+  static_assert(BM == 64 || BM == 128, "one or two consumer warpgroups of 64 rows");
+  static_assert(BN == 64 || BN == 128 || (BN == 192 && SCALE < 2), "BN: two sets of accumulators; block scales: one 128-column block");
+  static_assert(SCALE >= 0 && SCALE <= 2, "SCALE: 0 per-tensor, 1 per-row / per-column, 2 block");
+  constexpr bool BLOCKS = SCALE == 2;
+  static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 blocks along M");
+  // registers: 128 x 40 + CONSUMERS x 128 x CONSUMER_REGS <= 65536
+  constexpr int CONSUMER_REGS = CONSUMERS == 2 ? 232 : 240;
+
+  extern __shared__ char smem_raw[];
+  char* const smem = align_1024(smem_raw);
+  char* const sA = smem + S::A;
+  char* const sB = smem + S::B;
+  __shared__ alignas(8) unsigned long long full[STAGES], empty[STAGES];
+  if (threadIdx.x == 0) {
+    tma_prefetch_map(&tmap_a);
+    tma_prefetch_map(&tmap_b);
+    tma_prefetch_map(&tmap_c);
+    init_ring_barriers<STAGES>(full, empty, CONSUMERS * CLUSTER_M);
+  }
+  sync_cta_or_cluster<CLUSTER_M>();
+
+  const int wg = hgemm_wgmma::warpgroup_index();
+  if (wg == 0) {
+    setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) produce<BM, BN, STAGES, GROUP, CLUSTER_M>(&tmap_a, &tmap_b, full, empty, sA, sB, M, N, K);
+  } else {
+    setmaxnreg_inc<CONSUMER_REGS>();
+    const int cw = wg - 1, tid = threadIdx.x & 127;
+    const unsigned sA_addr = smem_addr(sA) + cw * 64 * ROW_BYTES, sB_addr = smem_addr(sB);
+    char* const boxes = smem + S::EPI + cw * 2 * BOX_BYTES;
+    const ClusterTileWalk<CLUSTER_M, true> walk((M + BM - 1) / BM, (N + BN - 1) / BN);
+    const int rank = CLUSTER_M > 1 ? static_cast<int>(cluster_ctarank()) : 0;
+    const int num_kt = (K + BK - 1) / BK;
+    grid_dependency_wait();  // the scales may come from the kernel before (a quantiser)
+    // rungs 1-2's epilogue scale (per-tensor: one product; block scales: applied in the K loop)
+    const float s = SCALE == 0 ? (scale_a != nullptr ? *scale_a : 1.f) * (scale_b != nullptr ? *scale_b : 1.f) : 1.f;
+    float total[BN / 2], part[BN / 2];
+    Ring<STAGES> ring;
+    int flip = 0;  // the staging box the next store takes
+    for (int k = 0, t; (t = walk.nth(k, false)) < walk.count; ++k) {
+      const Placed p = place<BM, BN, CLUSTER_M, GROUP>(walk, t, rank, M);
+      const int row0 = p.m0 + 64 * cw;
+      const int row = row0 + 16 * (tid >> 5) + ((tid & 31) >> 2), col = p.n0 + 2 * (tid & 3);
+      // BLOCKS: this thread's rows' scales (rows past M read the last row's: never stored) and the
+      // tile's column block's, k block by k block; next[]: block kt + 1's, loaded a K-tile ahead
+      const float* const sa0 = scale_a + static_cast<size_t>(min(row, M - 1)) * sa_m;
+      const float* const sa1 = scale_a + static_cast<size_t>(min(row + 8, M - 1)) * sa_m;
+      const float* const sbn = scale_b + static_cast<size_t>(p.n0 / 128) * sb_n;
+      float next[3] = {1.f, 1.f, 1.f};
+      auto load_scales = [&](int kb) {
+        if (scale_a != nullptr) next[0] = sa0[kb * sa_k], next[1] = sa1[kb * sa_k];
+        if (scale_b != nullptr) next[2] = sbn[kb * sb_k];
+      };
+      if constexpr (BLOCKS) load_scales(0);
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) total[i] = 0.f;
+      for (int kt = 0; kt < num_kt; ++kt) {
+        const int st = ring.stage;
+        mbarrier_wait(&full[st], ring.phase);
+        hgemm_wgmma::begin_group(part);
+        hgemm_wgmma::mma_ktile<TA, BN, false, true, false, TB>(part, sA_addr + st * S::A_STAGE,
+                                                              sB_addr + st * S::B_STAGE, false);
+        hgemm_wgmma::end_group(part);
+        const float s0 = next[0] * next[2], s1 = next[1] * next[2];  // this k block's (BLOCKS)
+        if (BLOCKS && kt + 1 < num_kt) load_scales(kt + 1);
+        cugemm_wgmma::wait_group<0>();
+        cugemm_wgmma::fence_operands(part);
+        release_stage<CLUSTER_M>(&empty[st], tid);
+        ring.advance();
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          if constexpr (BLOCKS) {
+            total[4 * j] = fmaf(part[4 * j], s0, total[4 * j]);
+            total[4 * j + 1] = fmaf(part[4 * j + 1], s0, total[4 * j + 1]);
+            total[4 * j + 2] = fmaf(part[4 * j + 2], s1, total[4 * j + 2]);
+            total[4 * j + 3] = fmaf(part[4 * j + 3], s1, total[4 * j + 3]);
+          } else {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) total[4 * j + i] += part[4 * j + i];
+          }
+        }
+      }
+      float rs[2] = {s, s};  // the epilogue's row scales (per-row: scale_a's)
+      if constexpr (SCALE == 1) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) rs[h] = row + 8 * h < M && scale_a != nullptr ? scale_a[row + 8 * h] : 1.f;
+      }
+      store_slab_staged<TC>(total, boxes, flip, &tmap_c, row0, p.n0, M, N, 1 + cw, tid, [&](int box, auto jn) {
+        scale_cols<decltype(jn)::value>(total, box * decltype(jn)::value, rs, SCALE == 1 ? scale_b : nullptr, bias,
+                                        col, N);
+      });
+    }
+    if (tid == 0) tma_store_wait<0>();
+  }
+  __syncwarp();
+  if constexpr (CLUSTER_M > 1) cluster_sync();
+}

@@ -1,0 +1,163 @@
+// cugemm/kernels/fp8_wgmma/fp8_wgmma.cuh: the pieces the Hopper FP8 rungs (kernels/fp8_wgmma/0*.cu)
+// share: their shared memory, the producer (one thread walking the persistent tile order and
+// issuing the TMA copies of every K-tile, B multicast in clusters along M), the scales in the
+// epilogue, and the store of a slab through staging boxes and TMA, for 16- and 32-bit outputs.
+//
+// Operands (8-bit TA, TB: fp8_e4m3 or fp8_e5m2, lib/wgmma.cuh): A is M x K row-major and B is given
+// as its N x K memory (B = W.T, the layout torch._scaled_mm asks for), both K-major, as 8-bit
+// wgmma requires. One K-tile is 128 k values, one 128-byte row per row of A and per column of B:
+// the byte layout of hgemm_wgmma's K-major tiles (hgemm_wgmma.cuh: A BM x 128 bytes, B BN x 128
+// bytes, 128-byte swizzled, 1024-byte aligned), so its mma_ktile / consume_ktiles run them
+// (four wgmma m64nBNk32 per K-tile).
+// C (TC = __nv_bfloat16, half or float) leaves through 64-row boxes of 128-byte rows: 64 columns of
+// a 16-bit type or 32 of float, 128-byte swizzled, one TMA store each (bounded by C's map).
+#pragma once
+#include "../lib/barrier.cuh"
+#include "../lib/raster.cuh"
+#include "../lib/swizzle.cuh"
+#include "../lib/tma.cuh"
+#include "../hgemm_wgmma/hgemm_wgmma.cuh"
+
+namespace fp8_wgmma {
+
+inline constexpr int BK = 128;          // k values (bytes) per K-tile and per row of a tile
+inline constexpr int ROW_BYTES = 128;   // one row of an A tile, one column of a B tile
+inline constexpr int BOX_BYTES = 64 * 128;  // one staging box of C: 64 rows of 128 bytes
+
+// The ring of BM x 128 A and BN x 128 B tiles, then two staging boxes per consumer warpgroup.
+template <int BM, int BN, int STAGES>
+using Smem = hgemm_wgmma::RingSmem<BM * ROW_BYTES, BN * ROW_BYTES, STAGES, 2 * (BM / 64) * BOX_BYTES>;
+
+// Tile t of the persistent walk (clusters of CLUSTER_M tiles stacked in M, grouped order), for block
+// `rank` of its cluster: C's first row m0 and column n0, and the first row of A it loads (a block
+// whose tile lies past M loads its cluster's first tile's rows: it computes a copy, stores nothing).
+struct Placed {
+  int m0, n0, m_load;
+};
+template <int BM, int BN, int CLUSTER_M, int GROUP>
+CUGEMM_DEVICE Placed place(const ClusterTileWalk<CLUSTER_M, true>& walk, int t, int rank, int M) {
+  const TileCoord ct = walk.cluster_tile(t, GROUP);
+  Placed p;
+  p.m0 = (ct.row * CLUSTER_M + rank) * BM;
+  p.n0 = ct.col * BN;
+  p.m_load = p.m0 < M ? p.m0 : ct.row * CLUSTER_M * BM;
+  return p;
+}
+
+// ---- the producer: one thread, every tile of the block's walk, every K-tile ----------------------
+// Per K-tile: wait for the stage (EMPTY, every consumer of the cluster), arm FULL with the bytes
+// that will land, copy the A box {128 k, BM rows} and this block's piece of the B tile: block r of
+// the cluster copies B's n rows r * PIECE .. + PIECE - 1 (PIECE = BN / CLUSTER_M, a whole number of
+// 8-row swizzle atoms) as one box {128 k, PIECE n}, multicast to every block of the cluster, so
+// each block's FULL counts every piece that starts inside N. Boxes are zero-filled past M, N and K
+// (a K tail adds zeros); B is loaded evict_first where clusters read each B piece once.
+template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M>
+CUGEMM_DEVICE void produce(const TensorMap* tmap_a, const TensorMap* tmap_b, unsigned long long* full,
+                           unsigned long long* empty, char* sA, char* sB, int M, int N, int K) {
+  using S = Smem<BM, BN, STAGES>;
+  constexpr int PIECE = BN / CLUSTER_M;
+  static_assert(PIECE % 8 == 0, "whole 8-row swizzle atoms per block of the cluster");
+  const ClusterTileWalk<CLUSTER_M, true> walk((M + BM - 1) / BM, (N + BN - 1) / BN);
+  const int rank = CLUSTER_M > 1 ? static_cast<int>(cluster_ctarank()) : 0;
+  const int num_kt = (K + BK - 1) / BK;
+  const unsigned long long b_policy = CLUSTER_M > 1 ? l2_policy_stream() : 0;
+  grid_dependency_wait();
+  Ring<STAGES> ring;
+  for (int k = 0, t; (t = walk.nth(k, false)) < walk.count; ++k) {
+    const Placed p = place<BM, BN, CLUSTER_M, GROUP>(walk, t, rank, M);
+    const int live = min(CLUSTER_M, (N - p.n0 + PIECE - 1) / PIECE);  // pieces that start inside N
+    const unsigned tx = S::A_STAGE + live * PIECE * ROW_BYTES;
+    for (int kt = 0; kt < num_kt; ++kt) {
+      const int s = ring.stage;
+      mbarrier_wait(&empty[s], ring.phase ^ 1);
+      mbarrier_arrive_expect_tx(&full[s], tx);
+      tma_load_2d(sA + s * S::A_STAGE, tmap_a, &full[s], kt * BK, p.m_load);
+      if (rank < live) {
+        char* const dst = sB + s * S::B_STAGE + rank * PIECE * ROW_BYTES;
+        if constexpr (CLUSTER_M > 1) {
+          tma_load_2d_multicast(dst, tmap_b, &full[s], kt * BK, p.n0 + rank * PIECE,
+                                static_cast<unsigned short>((1u << CLUSTER_M) - 1), b_policy);
+        } else {
+          tma_load_2d(dst, tmap_b, &full[s], kt * BK, p.n0);
+        }
+      }
+      ring.advance();
+    }
+  }
+}
+
+// ---- the epilogue's scales: acc = acc * scale + bias, one staging box's columns at a time ----------
+// The accumulator fragment (hgemm_wgmma.cuh): this thread's rows `row`, row + 8 and columns col +
+// 8j + e for the JN 8-column groups j = j0 .. j0 + JN - 1. rs[h]: the scale of row row + 8h (the
+// tensor's, or with per-row scales s * scale_a[row + 8h]); cs: per-column scales (N floats, or
+// null: 1); bias: N floats added after the scales, or null. Columns >= N read nothing (they are
+// never stored). Done per box, so that only one box's column scales are live in registers.
+template <int JN, int NACC>
+CUGEMM_DEVICE void scale_cols(float (&acc)[NACC], int j0, const float (&rs)[2], const float* __restrict__ cs,
+                              const float* __restrict__ bias, int col, int N) {
+#pragma unroll
+  for (int jj = 0; jj < JN; ++jj) {
+    const int j = j0 + jj, n = col + 8 * j;
+    float c[2] = {1.f, 1.f}, bb[2] = {0.f, 0.f};
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      if (cs != nullptr) c[e] = n + e < N ? cs[n + e] : 0.f;
+      if (bias != nullptr) bb[e] = n + e < N ? bias[n + e] : 0.f;
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) acc[4 * j + 2 * h + e] = fmaf(acc[4 * j + 2 * h + e], rs[h] * c[e], bb[e]);
+  }
+}
+
+// ---- the epilogue's store: a 64 x BN slab through the consumer's two staging boxes -----------------
+// One box of 64 rows x 128 bytes at a time: columns 32p .. 32p + 31 of float (8-byte stores of the
+// pairs, 16-byte chunk c of row r at c ^ (r % 8)), or 64p .. 64p + 63 of a 16-bit type
+// (hgemm_wgmma::stage_panel). A box is rewritten once the store that last read it is done reading
+// (wait_group.read 1: the two boxes alternate, `flip` carrying the turn from one slab to the next);
+// named barrier `bar` (the consumer's 128 threads) orders the writes before the store, which thread
+// 0 issues (boxes wholly past M or N: none).
+template <int NACC>
+CUGEMM_DEVICE void stage_panel_f32(char* box, const float (&acc)[NACC], int p, int w, int g, int t) {
+#pragma unroll
+  for (int jj = 0; jj < 4; ++jj) {
+    const int j = 4 * p + jj;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = 16 * w + g + 8 * h;  // r % 8 == g
+      *reinterpret_cast<float2*>(box + r * 128 + (((2 * jj + (t >> 1)) ^ g) << 4) + 8 * (t & 1)) =
+          make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+    }
+  }
+}
+// before_box(p, JN): called with the box index and its 8-column groups' count before box p is staged
+// (the scales of its columns: scale_cols).
+template <class TC, int NACC, class BeforeBox>
+CUGEMM_DEVICE void store_slab_staged(float (&acc)[NACC], char* boxes, int& flip, const TensorMap* tmap_c, int row0,
+                                     int n0, int M, int N, int bar, int tid, BeforeBox&& before_box) {
+  constexpr int COLS = 128 / sizeof(TC);  // columns per box
+  static_assert((2 * NACC) % COLS == 0, "whole boxes per slab");
+  const int w = tid >> 5, g = (tid & 31) >> 2, t4 = tid & 3;
+#pragma unroll
+  for (int p = 0; p < 2 * NACC / COLS; ++p) {
+    char* const box = boxes + flip * BOX_BYTES;
+    flip ^= 1;
+    before_box(p, hgemm_wgmma::Cols<COLS / 8>{});
+    if (tid == 0) tma_store_wait_read<1>();
+    named_barrier_sync(bar, 128);
+    if constexpr (sizeof(TC) == 4) {
+      stage_panel_f32(box, acc, p, w, g, t4);
+    } else {
+      hgemm_wgmma::stage_panel<TC>(box, acc, p, w, g, t4);
+    }
+    fence_proxy_async_shared();
+    named_barrier_sync(bar, 128);
+    if (tid == 0) {
+      if (row0 < M && n0 + COLS * p < N) tma_store_2d(tmap_c, box, n0 + COLS * p, row0);
+      tma_store_commit();
+    }
+  }
+}
+
+}  // namespace fp8_wgmma
