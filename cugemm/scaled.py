@@ -18,8 +18,9 @@ the tensor cores and scale in the epilogue; the block rung promotes each 128-dee
 fp32 registers with its two scales (the FP8 tensor cores' own sums keep fewer bits: docs/fp8_wgmma.md).
 
 Any shape: the kernels read A row-major and B as the N x K memory of W (b = W.T, the layout
-torch._scaled_mm asks for) in place when their rows are 16-byte aligned; other layouts, K not a
-multiple of 16 (zero padding, which adds nothing) and a C whose rows TMA cannot store go through
+torch._scaled_mm asks for) in place when their rows are 16-byte aligned, and write a row-major C of
+any row stride in place (TMA stores, or the consumers' own where C's rows are not 16-byte aligned:
+an odd N); other layouts and K not a multiple of 16 (zero padding, which adds nothing) go through
 copies, so shapes cuBLASLt refuses (4095 x 4097 x 1023) compute. Scales: a NaN or Inf scale raises
 ValueError before anything runs (check_scales=True reads them: one device sync; pass False to skip,
 e.g. inside a CUDA-graph capture, where a non-finite scale then gives non-finite results where it
@@ -73,14 +74,14 @@ def scale_mode(M: int, N: int, K: int, sa_shape: tuple, sb_shape: tuple) -> str:
 
 def choose(mode: str, M: int, N: int, K: int, ta: str, tb: str, out: str, sms: int, fast: bool = False) -> str:
     """The variant for a product: the rung of `mode` (fast: rungs 1-2, which sum K in the tensor
-    cores; block scales always promote) in the operands' and output's types, with its large tiles
-    where they make at least a round of the SMs, else its small ones (rungs 1-2: 128 x 128 instead of
-    128 x 256; rung 3: 64-row tiles, one consumer, for memory-bound products of few rows)."""
+    cores; block scales always promote) in the operands' and output's types, with its largest tiles
+    that make at least a round of the SMs, else its smallest (cugemm/families/fp8_wgmma.py's tile
+    lists: 64-row tiles, one consumer, for memory-bound products of few rows)."""
     from .families import fp8_wgmma as fam
 
     fast = fast and mode != "block"
-    big, small = fam.FAST_TILES if fast else fam.PROMOTED_TILES
-    pick = big if cdiv(M, big[0]) * cdiv(N, big[1]) >= sms else small
+    tiles = fam.FAST_TILES if fast else fam.PROMOTED_TILES
+    pick = next((t for t in tiles if cdiv(M, t[0]) * cdiv(N, t[1]) >= sms), tiles[-1])
     return fam.variant_name(mode + ("_fastacc" if fast else ""), *pick, ta, tb, out)
 
 
@@ -94,7 +95,8 @@ class ScaledReady:
     def __init__(self, v, A: operand.Operand, B: operand.Operand, C: operand.Operand, M: int, N: int, K: int,
                  strides: tuple, dev: int):
         fn, info, _ = launch.loaded(v, dev)
-        recs = [X._replace(ptr=sentinel(k)) for X, k in ((A, _A), (B, _B), (C, _C))]
+        # C's pointer keeps its alignment (its map or the consumers' stores: tma_args.maps_fp8)
+        recs = [X._replace(ptr=sentinel(k) + (X.ptr & 15 if k == _C else 0)) for X, k in ((A, _A), (B, _B), (C, _C))]
         maps = tma_args.maps_fp8(v, *recs, M, N, K)  # fresh maps: Prepared copies their bytes
         sa, sb, bias = (np.uint64(sentinel(k)) for k in (SCALE_A, SCALE_B, BIAS))
         if v.template == "fp8_wgmma_promoted":
@@ -116,7 +118,7 @@ class ScaledReady:
 def ready(name: str, A, B, C, M: int, N: int, K: int, strides: tuple, dev: int) -> ScaledReady:
     """The prepared launch of variant `name` for operands of these geometries (cached: pointers do
     not matter, their records' strides do)."""
-    key = (name, dev, M, N, K, A.strides, B.strides, C.strides, strides)
+    key = (name, dev, M, N, K, A.strides, B.strides, C.strides, C.ptr & 15, strides)
     r = _READY.get(key)
     if r is None:
         r = ScaledReady(get_variant(name), A, B, C, M, N, K, strides, dev)
@@ -311,11 +313,12 @@ def scaled_matmul(a, b, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=N
     bt = b.t() if kind == "torch" else b.T  # the N x K memory of W when b = W.T
     w, W = _k_major(kind, bt, operand.describe(bt, "B", WHO), Kp, dev)
     B2 = operand.describe(w.t() if kind == "torch" else w.T, "B", WHO)
-    # C as the kernels write it: rows of a multiple of 16 bytes, 16-byte aligned, row-major
+    # C as the kernels write it: row-major, any row stride (TMA stores where rows and pointer are
+    # 16-byte aligned, else the consumers' own stores); other layouts through a copy
     osize = dtypes.get(out_name).itemsize
     C = operand.describe(result, "out", WHO)
-    direct = C.c_contiguous and (N * osize) % LINE == 0 and C.ptr % LINE == 0
-    c = result if direct else _empty(kind, (M, cdiv(N * osize, LINE) * LINE // osize), out_name, dev)
+    direct = (N == 1 or C.strides[1] == osize) and (M == 1 or C.strides[0] >= N * osize) and C.ptr % osize == 0
+    c = result if direct else _empty(kind, shape, out_name, dev)
     C2 = operand.describe(c, "out", WHO)
     if variant is None:
         name = choose(mode, M, N, Kp, A.dtype.name, B.dtype.name, out_name, _sms(dev), use_fast_accum)

@@ -244,13 +244,17 @@ FP8_BK = 128  # k values (bytes) of an FP8 K-tile: one 128-byte swizzle row
 def maps_fp8(v, A, B, C, M, N, K):
     """The FP8 rungs: A (M x K, row-major) in boxes {128 k, BM rows}, B's N x K memory (B = W.T,
     K-major) in boxes {128 k, BN / CLUSTER_M n} (each block of a cluster copies one piece), C in
-    boxes of 64 rows x 128 bytes (64 columns of a 16-bit type, 32 of float), all 128-byte swizzled."""
+    boxes of 64 rows x 128 bytes (64 columns of a 16-bit type, 32 of float), all 128-byte swizzled;
+    then ldc: 0, or for a C whose rows TMA cannot store (a row stride or pointer not 16-byte aligned)
+    its row stride in elements, the consumers writing it themselves (A's map stands in for C's)."""
     bm, bn = v.tile[:2]
     osize = v.dt_out.itemsize
     ma = tma.tensor_map_2d(A.ptr, v.dtype_in, M, K, row_stride(A, K, 1), (FP8_BK, bm))
     mb = tma.tensor_map_2d(B.ptr, v.dt_b.name, N, K, row_stride(B, K, 1, "col"), (FP8_BK, bn // v.cluster[0]))
-    mc = tma.tensor_map_2d(C.ptr, v.dtype_out, M, N, row_stride(C, N, osize), (128 // osize, 64))
-    return ma, mb, mc
+    ld = row_stride(C, N, osize) if M > 1 else N * osize
+    if ld % 16 or C.ptr % 16:
+        return ma, mb, ma, np.int32(ld // osize)
+    return ma, mb, tma.tensor_map_2d(C.ptr, v.dtype_out, M, N, ld, (128 // osize, 64)), np.int32(0)
 
 
 _fp8_maps = cached_args(maps_fp8)

@@ -42,6 +42,7 @@ def main():
     ap.add_argument("--no-accuracy", action="store_true")
     ap.add_argument("--no-odd", action="store_true")
     ap.add_argument("--contenders", default="", help="only these contenders (comma-separated labels)")
+    ap.add_argument("--kernels", action="store_true", help="also print the kernels torch._scaled_mm runs (profiler)")
     args = ap.parse_args()
 
     import statistics
@@ -105,6 +106,19 @@ def main():
         return {k: statistics.median(v) for k, v in out.items()}
 
     shapes = parse_shapes(args.shapes) or SHAPES
+    if args.kernels:  # what cuBLASLt runs for each mode, at the first shape
+        from torch.profiler import ProfilerActivity, profile
+
+        M, N, K = shapes[0]
+        fns = contenders(M, N, K)
+        for label in ("torch tensor", "torch row", "torch tensor fast"):
+            fns[label]()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                fns[label]()
+                torch.cuda.synchronize()
+            names = sorted({e.name for e in prof.events() if e.device_type.name == "CUDA"})
+            report.setdefault("torch_kernels", {})[label] = names
+            print(f"{label} at {M}x{N}x{K}: {names}")
     for M, N, K in shapes:
         ms = time_all(contenders(M, N, K))
         tf = {k: 2 * M * N * K / v / 1e9 for k, v in ms.items()}

@@ -16,9 +16,9 @@ Every rung is registered as a declared product: the tile configurations below x 
 (e4m3 x e4m3, e4m3 x e5m2, e5m2 x e4m3: `_e4m3e5m2` ...; e5m2 x e5m2 is left out, as cuBLASLt leaves
 it) x the output type (bf16, `_f16`, `_f32`). Name: fp8_wgmma_m64n<BN>k32[_bm64][_cluster2]_stage<S>_<rung>
 [_<A><B>][_<out>]. `cugemm.run` runs any of them with unit scales (the plain product of the 8-bit
-values); cugemm.scaled_matmul passes the scales. Shapes: any M and N, K % 16 == 0 (16-byte rows),
-N % 8 == 0 for 16-bit C (N % 4 for float): TMA's rules; scaled_matmul pads the rest. The story:
-docs/fp8_wgmma.md.
+values); cugemm.scaled_matmul passes the scales. Shapes: any M and N, K % 16 == 0 and 16-byte
+leading dimensions of A and B (TMA's rules; scaled_matmul pads the rest); C of any row stride (TMA
+stores where its rows are 16-byte aligned, else the consumers' own). The story: docs/fp8_wgmma.md.
 """
 from __future__ import annotations
 
@@ -30,10 +30,15 @@ OUTS = ("bfloat16", "float16", "float32")
 _SHORT = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2", "bfloat16": "", "float16": "_f16", "float32": "_f32"}
 _CTYPE = {"float8_e4m3fn": "cugemm_wgmma::fp8_e4m3", "float8_e5m2": "cugemm_wgmma::fp8_e5m2",
           "bfloat16": "__nv_bfloat16", "float16": "half", "float32": "float"}
-# (BM, BN, STAGES, CLUSTER_M) of each rung: the large-product tile, then one for products whose
-# large tiles leave most SMs idle
-FAST_TILES = ((128, 256, 4, 2), (128, 128, 6, 1))
-PROMOTED_TILES = ((128, 128, 6, 2), (64, 128, 8, 2))
+# (BM, BN, STAGES, CLUSTER_M, PIPE) of each rung, largest first: a rung's first tiles where they make
+# at least a round of the SMs, else the next (cugemm.scaled.choose). Rungs 1-2: 128 x 256 (n256
+# wgmmas: the least shared-memory traffic per product) or 128 x 128. Rung 3 holds two (PIPE: three)
+# sets of accumulators, so at most 128 x 192 (n192, the partial drained every K-tile while the other
+# consumer's wgmmas run), then 128 x 128 and 64 x 128 (one consumer, for products of few rows) with
+# PIPE (02_promoted.cu: two partials in turn). H100, 8192^3, tensor scales: 1177 / 1074 TFLOP/s
+# (128 x 192 / 128 x 128 PIPE; 1025 without PIPE; docs/fp8_wgmma.md).
+FAST_TILES = ((128, 256, 4, 2, False), (128, 128, 6, 1, False))
+PROMOTED_TILES = ((128, 192, 4, 2, False), (128, 128, 6, 2, True), (64, 128, 8, 2, True))
 RUNG_DOC = {
     "tensor_fastacc": "rung 1: per-tensor scales (scale_a[0] * scale_b[0]) in the epilogue, K summed in the tensor cores",
     "row_fastacc": "rung 2: a scale per row of A and per column of B, read in the epilogue, K summed in the tensor cores",
@@ -44,27 +49,27 @@ RUNG_DOC = {
 SCALE = {"tensor": 0, "row": 1, "block": 2}  # 02_promoted.cu's SCALE of each scaling mode
 
 
-def variant_name(rung, bm, bn, stages, cluster, ta, tb, out) -> str:
+def variant_name(rung, bm, bn, stages, cluster, pipe, ta, tb, out) -> str:
     """The registered name of a rung's tile configuration in these types."""
     types = "" if (ta, tb) == TYPES[0] else f"_{_SHORT[ta]}{_SHORT[tb]}"
     return (f"fp8_wgmma_m64n{bn}k32{'_bm64' if bm == 64 else ''}{'_cluster2' if cluster == 2 else ''}"
             f"_stage{stages}_{rung}{types}{_SHORT[out]}")
 
 
-def _variant(rung, bm, bn, stages, cluster, ta, tb, out) -> Variant:
+def _variant(rung, bm, bn, stages, cluster, pipe, ta, tb, out) -> Variant:
     fast = rung.endswith("_fastacc")
     params = (("BM", bm), ("BN", bn), ("STAGES", stages), ("GROUP", 8), ("CLUSTER_M", cluster))
-    params += (("ROW", rung == "row_fastacc"),) if fast else (("SCALE", SCALE[rung]),)
+    params += (("ROW", rung == "row_fastacc"),) if fast else (("SCALE", SCALE[rung]), ("PIPE", pipe))
     params += (("TA", _CTYPE[ta]), ("TB", _CTYPE[tb]), ("TC", _CTYPE[out]))
     return Variant(
-        name=variant_name(rung, bm, bn, stages, cluster, ta, tb, out), family=FAMILY,
+        name=variant_name(rung, bm, bn, stages, cluster, pipe, ta, tb, out), family=FAMILY,
         source="fp8_wgmma/01_scaled.cu" if fast else "fp8_wgmma/02_promoted.cu",
         template="fp8_wgmma_scaled" if fast else "fp8_wgmma_promoted", params=params,
         tile=(bm, bn, 128), block=(128 + 2 * bm, 1, 1), dtype_in=ta, dtype_b=tb if tb != ta else "", dtype_out=out,
         dtype_acc="float32", math="wgmma", b_layout="col", strided=True, align=16,
-        multiple_of=(1, 8 if out != "float32" else 4, 16), archs=("sm_90a",), cluster=(cluster, 1, 1),
+        multiple_of=(1, 1, 16), c_align=2 if out != "float32" else 4, archs=("sm_90a",), cluster=(cluster, 1, 1),
         seed="cugemm", grid_rule="persistent", args_rule="fp8_scaled" if fast else "fp8_promoted",
-        doc=f"{RUNG_DOC[rung]}; {bm}x{bn} tiles, {stages} stages"
+        doc=f"{RUNG_DOC[rung]}; {bm}x{bn} tiles, {stages} stages{', two partials in turn' if pipe else ''}"
             f"{', clusters of 2 along M sharing B' if cluster == 2 else ''}; {_SHORT[ta]} x {_SHORT[tb]} -> {out}")
 
 

@@ -20,10 +20,12 @@
 // Launch: block = (384, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1), dynamic shared
 //   memory fp8_wgmma_scaled_smem_bytes<...>; extra arguments: maps of A (box {128, BM}), of B's
 //   N x K memory (box {128, BN / CLUSTER_M}) and of C (box {128 / sizeof(TC), 64}), all 128-byte
-//   swizzled, then scale_a, scale_b, bias (device pointers to float; null: 1, 1, no bias).
-// Preconditions: K % 16 == 0 (16-byte rows of A and B), C's rows 16-byte multiples (N % 8 == 0 for
-//   16-bit TC, N % 4 for float), a, b, c 16-byte aligned; any M, N, K (the copy engine zero-fills
-//   past the edges, the stores are bounded); M * K, N * K, M * N < 2^31.
+//   swizzled, then ldc (0: C through its map; else C's row stride in elements, C written by the
+//   consumers from the staging boxes, any alignment, its map unused), then scale_a, scale_b, bias
+//   (device pointers to float; null: 1, 1, no bias).
+// Preconditions: K % 16 == 0 (16-byte rows of A and B), a, b 16-byte aligned; with ldc = 0 C's rows
+//   16-byte multiples (N % 8 == 0 for 16-bit TC, N % 4 for float) and c 16-byte aligned; any M, N,
+//   K (the copy engine zero-fills past the edges, the stores are bounded); M * K, N * K, M * N < 2^31.
 #include "fp8_wgmma.cuh"
 
 template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool ROW, class TA, class TB, class TC>
@@ -33,7 +35,7 @@ template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool ROW, class 
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, 1)
     fp8_wgmma_scaled(const TA* __restrict__ a, const TB* __restrict__ b, TC* __restrict__ c, int M, int N, int K,
                      const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b,
-                     const __grid_constant__ TensorMap tmap_c, const float* __restrict__ scale_a,
+                     const __grid_constant__ TensorMap tmap_c, int ldc, const float* __restrict__ scale_a,
                      const float* __restrict__ scale_b, const float* __restrict__ bias) {
   using namespace fp8_wgmma;
   using S = Smem<BM, BN, STAGES>;
@@ -49,7 +51,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   if (threadIdx.x == 0) {
     tma_prefetch_map(&tmap_a);
     tma_prefetch_map(&tmap_b);
-    tma_prefetch_map(&tmap_c);
+    if (ldc == 0) tma_prefetch_map(&tmap_c);
     init_ring_barriers<STAGES>(full, empty, 2 * CLUSTER_M);  // every consumer of the cluster
   }
   sync_cta_or_cluster<CLUSTER_M>();
@@ -83,11 +85,11 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
 #pragma unroll
         for (int h = 0; h < 2; ++h) rs[h] = row + 8 * h < M && scale_a != nullptr ? scale_a[row + 8 * h] : 1.f;
       }
-      store_slab_staged<TC>(acc, boxes, flip, &tmap_c, row0, p.n0, M, N, 1 + cw, tid, [&](int box, auto jn) {
+      store_slab_staged<TC>(acc, boxes, flip, &tmap_c, c, ldc, row0, p.n0, M, N, 1 + cw, tid, [&](int box, auto jn) {
         scale_cols<decltype(jn)::value>(acc, box * decltype(jn)::value, rs, ROW ? scale_b : nullptr, bias, col, N);
       });
     }
-    if (tid == 0) tma_store_wait<0>();  // the last stores have written C
+    if (tid == 0 && ldc == 0) tma_store_wait<0>();  // the last stores have written C
   }
   __syncwarp();
   if constexpr (CLUSTER_M > 1) cluster_sync();  // no block leaves while another may multicast into it

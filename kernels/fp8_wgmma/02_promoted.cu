@@ -18,31 +18,36 @@
 // consumer warpgroup (BM = 128) keeps the tensor cores busy meanwhile. A K tail is zero-filled by the
 // copy engine (its block's scale multiplies zeros).
 // Producer, walk, clusters and epilogue (scales, bias, TMA stores) are rungs 1-2's (fp8_wgmma.cuh).
-// Template parameters: BM (64: one consumer warpgroup, 128: two), BN (64, 128; block scales: a
-//   tile's columns in one 128-column block), STAGES, GROUP, CLUSTER_M (1, 2), SCALE, TA, TB, TC.
+// PIPE: two partial sums in turn, K-tile kt issued into one while K-tile kt - 1 in the other is
+//   waited for and added (the tensor cores never drain between K-tiles; three sets of accumulators,
+//   BN <= 128); without it the other consumer warpgroup's wgmmas fill the drain.
+// Template parameters: BM (64: one consumer warpgroup, 128: two), BN (64, 128, 192: a tile's columns
+//   lie in at most two 128-column blocks of B's scales), STAGES, GROUP, CLUSTER_M (1, 2), SCALE, PIPE,
+//   TA, TB, TC.
 // Launch: block = (128 + BM * 2, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1), dynamic
-//   shared memory fp8_wgmma_promoted_smem_bytes<...>; extra arguments: the maps of 01_scaled.cu,
-//   then scale_a, sa_m, sa_k, scale_b, sb_k, sb_n (float pointers and, for block scales, strides in
+//   shared memory fp8_wgmma_promoted_smem_bytes<...>; extra arguments: the maps and ldc of
+//   01_scaled.cu, then scale_a, sa_m, sa_k, scale_b, sb_k, sb_n (float pointers and, for block scales, strides in
 //   elements; a null pointer is a scale of 1 everywhere), bias (N floats or null).
 // Preconditions: 01_scaled.cu's.
 #include "fp8_wgmma.cuh"
 
-template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, int SCALE, class TA, class TB, class TC>
+template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, int SCALE, bool PIPE, class TA, class TB, class TC>
 __device__ constexpr int fp8_wgmma_promoted_smem_bytes = fp8_wgmma::Smem<BM, BN, STAGES>::BYTES;
 
-template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, int SCALE, class TA, class TB, class TC>
+template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, int SCALE, bool PIPE, class TA, class TB, class TC>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, 1)
     fp8_wgmma_promoted(const TA* __restrict__ a, const TB* __restrict__ b, TC* __restrict__ c, int M, int N,
                           int K, const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b,
-                          const __grid_constant__ TensorMap tmap_c, const float* __restrict__ scale_a, int sa_m,
+                          const __grid_constant__ TensorMap tmap_c, int ldc, const float* __restrict__ scale_a, int sa_m,
                           int sa_k, const float* __restrict__ scale_b, int sb_k, int sb_n,
                           const float* __restrict__ bias) {
   using namespace fp8_wgmma;
   using S = Smem<BM, BN, STAGES>;
   constexpr int CONSUMERS = BM / 64;
   static_assert(BM == 64 || BM == 128, "one or two consumer warpgroups of 64 rows");
-  static_assert(BN == 64 || BN == 128 || (BN == 192 && SCALE < 2), "BN: two sets of accumulators; block scales: one 128-column block");
+  static_assert(BN == 64 || BN == 128 || BN == 192, "BN: two sets of accumulators (three with PIPE) in 232 registers");
   static_assert(SCALE >= 0 && SCALE <= 2, "SCALE: 0 per-tensor, 1 per-row / per-column, 2 block");
+  static_assert(!PIPE || BN <= 128, "PIPE: three sets of accumulators");
   constexpr bool BLOCKS = SCALE == 2;
   static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 blocks along M");
   // registers: 128 x 40 + CONSUMERS x 128 x CONSUMER_REGS <= 65536
@@ -56,7 +61,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   if (threadIdx.x == 0) {
     tma_prefetch_map(&tmap_a);
     tma_prefetch_map(&tmap_b);
-    tma_prefetch_map(&tmap_c);
+    if (ldc == 0) tma_prefetch_map(&tmap_c);
     init_ring_barriers<STAGES>(full, empty, CONSUMERS * CLUSTER_M);
   }
   sync_cta_or_cluster<CLUSTER_M>();
@@ -76,50 +81,108 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     grid_dependency_wait();  // the scales may come from the kernel before (a quantiser)
     // rungs 1-2's epilogue scale (per-tensor: one product; block scales: applied in the K loop)
     const float s = SCALE == 0 ? (scale_a != nullptr ? *scale_a : 1.f) * (scale_b != nullptr ? *scale_b : 1.f) : 1.f;
-    float total[BN / 2], part[BN / 2];
+    float total[BN / 2], part[BN / 2], part2[PIPE ? BN / 2 : 1];
     Ring<STAGES> ring;
     int flip = 0;  // the staging box the next store takes
     for (int k = 0, t; (t = walk.nth(k, false)) < walk.count; ++k) {
       const Placed p = place<BM, BN, CLUSTER_M, GROUP>(walk, t, rank, M);
       const int row0 = p.m0 + 64 * cw;
       const int row = row0 + 16 * (tid >> 5) + ((tid & 31) >> 2), col = p.n0 + 2 * (tid & 3);
-      // BLOCKS: this thread's rows' scales (rows past M read the last row's: never stored) and the
-      // tile's column block's, k block by k block; next[]: block kt + 1's, loaded a K-tile ahead
+      // BLOCKS: this thread's rows' scales (rows past M read the last row's: never stored) and those
+      // of the one or two 128-column blocks the tile's columns lie in (columns bnd .. BN - 1 of the
+      // tile in the second; a second block past N is read as the last one: never stored), k block by
+      // k block, loaded a K-tile before they are used: sc = {a0 b0, a1 b0, a0 b1, a1 b1}
       const float* const sa0 = scale_a + static_cast<size_t>(min(row, M - 1)) * sa_m;
       const float* const sa1 = scale_a + static_cast<size_t>(min(row + 8, M - 1)) * sa_m;
-      const float* const sbn = scale_b + static_cast<size_t>(p.n0 / 128) * sb_n;
-      float next[3] = {1.f, 1.f, 1.f};
-      auto load_scales = [&](int kb) {
-        if (scale_a != nullptr) next[0] = sa0[kb * sa_k], next[1] = sa1[kb * sa_k];
-        if (scale_b != nullptr) next[2] = sbn[kb * sb_k];
+      const int nb0 = p.n0 / 128, bnd = 128 - p.n0 % 128;
+      const float* const sb0 = scale_b + static_cast<size_t>(nb0) * sb_n;
+      const float* const sb1 = scale_b + static_cast<size_t>(min(nb0 + 1, (N - 1) / 128)) * sb_n;
+      auto load_scales = [&](int kb, float (&to)[4]) {
+        float a0 = 1.f, a1 = 1.f, b0 = 1.f, b1 = 1.f;
+        if (scale_a != nullptr) a0 = sa0[kb * sa_k], a1 = sa1[kb * sa_k];
+        if (scale_b != nullptr) b0 = sb0[kb * sb_k], b1 = BN > 64 ? sb1[kb * sb_k] : b0;
+        to[0] = a0 * b0, to[1] = a1 * b0, to[2] = a0 * b1, to[3] = a1 * b1;
       };
-      if constexpr (BLOCKS) load_scales(0);
-#pragma unroll
-      for (int i = 0; i < BN / 2; ++i) total[i] = 0.f;
-      for (int kt = 0; kt < num_kt; ++kt) {
-        const int st = ring.stage;
-        mbarrier_wait(&full[st], ring.phase);
-        hgemm_wgmma::begin_group(part);
-        hgemm_wgmma::mma_ktile<TA, BN, false, true, false, TB>(part, sA_addr + st * S::A_STAGE,
+      // the K-tile in stage st into acc (four wgmma m64nBNk32, the first overwriting)
+      auto issue = [&](float (&acc)[BN / 2], int st) {
+        hgemm_wgmma::begin_group(acc);
+        hgemm_wgmma::mma_ktile<TA, BN, false, true, false, TB>(acc, sA_addr + st * S::A_STAGE,
                                                               sB_addr + st * S::B_STAGE, false);
-        hgemm_wgmma::end_group(part);
-        const float s0 = next[0] * next[2], s1 = next[1] * next[2];  // this k block's (BLOCKS)
-        if (BLOCKS && kt + 1 < num_kt) load_scales(kt + 1);
-        cugemm_wgmma::wait_group<0>();
-        cugemm_wgmma::fence_operands(part);
-        release_stage<CLUSTER_M>(&empty[st], tid);
-        ring.advance();
+        hgemm_wgmma::end_group(acc);
+      };
+      // total += acc (times its k block's scales sc: BLOCKS), acc final (its group waited for)
+      auto promote = [&](const float (&acc)[BN / 2], const float (&sc)[4]) {
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
-          if constexpr (BLOCKS) {
-            total[4 * j] = fmaf(part[4 * j], s0, total[4 * j]);
-            total[4 * j + 1] = fmaf(part[4 * j + 1], s0, total[4 * j + 1]);
-            total[4 * j + 2] = fmaf(part[4 * j + 2], s1, total[4 * j + 2]);
-            total[4 * j + 3] = fmaf(part[4 * j + 3], s1, total[4 * j + 3]);
-          } else {
+          const bool second = BN > 64 && 8 * j >= bnd;  // the 8 columns' block (a select: sc stays in registers)
 #pragma unroll
-            for (int i = 0; i < 4; ++i) total[4 * j + i] += part[4 * j + i];
+          for (int i = 0; i < 4; ++i) {
+            if constexpr (BLOCKS) {
+              total[4 * j + i] = fmaf(acc[4 * j + i], second ? sc[2 + (i >> 1)] : sc[i >> 1], total[4 * j + i]);
+            } else {
+              total[4 * j + i] += acc[4 * j + i];
+            }
           }
+        }
+      };
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) total[i] = 0.f;
+      float sc[4] = {1.f, 1.f, 1.f, 1.f}, sn[4] = {1.f, 1.f, 1.f, 1.f};  // the scales of the K-tile promoted next, of the one after
+      if constexpr (!PIPE) {
+        // one partial: issue K-tile kt, wait for it, release its stage, promote it
+        if constexpr (BLOCKS) load_scales(0, sn);
+        for (int kt = 0; kt < num_kt; ++kt) {
+          const int st = ring.stage;
+          mbarrier_wait(&full[st], ring.phase);
+          issue(part, st);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) sc[i] = sn[i];
+          if (BLOCKS && kt + 1 < num_kt) load_scales(kt + 1, sn);
+          cugemm_wgmma::wait_group<0>();
+          cugemm_wgmma::fence_operands(part);
+          release_stage<CLUSTER_M>(&empty[st], tid);
+          ring.advance();
+          promote(part, sc);
+        }
+      } else {
+        // two partials in turn: K-tile kt is issued into one while K-tile kt - 1, in the other, is
+        // waited for (wait_group 1), released and promoted, so the tensor cores always hold this
+        // warpgroup's next K-tile while it adds the last one
+        int prev = ring.stage;  // the stage K-tile kt - 1 came from
+        mbarrier_wait(&full[prev], ring.phase);
+        issue(part, prev);
+        ring.advance();
+        if constexpr (BLOCKS) load_scales(0, sc);
+        auto step = [&](float (&cur)[BN / 2], float (&last)[BN / 2], int kt) {
+          const int st = ring.stage;
+          mbarrier_wait(&full[st], ring.phase);
+          issue(cur, st);
+          if constexpr (BLOCKS) load_scales(kt, sn);
+          cugemm_wgmma::wait_group<1>();
+          cugemm_wgmma::fence_operands(last);
+          release_stage<CLUSTER_M>(&empty[prev], tid);
+          promote(last, sc);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) sc[i] = sn[i];
+          prev = st;
+          ring.advance();
+        };
+        int kt = 1;
+        for (; kt + 1 < num_kt; kt += 2) {
+          step(part2, part, kt);
+          step(part, part2, kt + 1);
+        }
+        const bool odd = kt < num_kt;  // one K-tile left: into part2
+        if (odd) step(part2, part, kt);
+        cugemm_wgmma::wait_group<0>();
+        if (odd) {
+          cugemm_wgmma::fence_operands(part2);
+          release_stage<CLUSTER_M>(&empty[prev], tid);
+          promote(part2, sc);
+        } else {
+          cugemm_wgmma::fence_operands(part);
+          release_stage<CLUSTER_M>(&empty[prev], tid);
+          promote(part, sc);
         }
       }
       float rs[2] = {s, s};  // the epilogue's row scales (per-row: scale_a's)
@@ -127,12 +190,12 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
 #pragma unroll
         for (int h = 0; h < 2; ++h) rs[h] = row + 8 * h < M && scale_a != nullptr ? scale_a[row + 8 * h] : 1.f;
       }
-      store_slab_staged<TC>(total, boxes, flip, &tmap_c, row0, p.n0, M, N, 1 + cw, tid, [&](int box, auto jn) {
+      store_slab_staged<TC>(total, boxes, flip, &tmap_c, c, ldc, row0, p.n0, M, N, 1 + cw, tid, [&](int box, auto jn) {
         scale_cols<decltype(jn)::value>(total, box * decltype(jn)::value, rs, SCALE == 1 ? scale_b : nullptr, bias,
                                         col, N);
       });
     }
-    if (tid == 0) tma_store_wait<0>();
+    if (tid == 0 && ldc == 0) tma_store_wait<0>();
   }
   __syncwarp();
   if constexpr (CLUSTER_M > 1) cluster_sync();

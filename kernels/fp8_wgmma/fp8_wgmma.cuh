@@ -10,7 +10,8 @@
 // bytes, 128-byte swizzled, 1024-byte aligned), so its mma_ktile / consume_ktiles run them
 // (four wgmma m64nBNk32 per K-tile).
 // C (TC = __nv_bfloat16, half or float) leaves through 64-row boxes of 128-byte rows: 64 columns of
-// a 16-bit type or 32 of float, 128-byte swizzled, one TMA store each (bounded by C's map).
+// a 16-bit type or 32 of float, 128-byte swizzled, one TMA store each (bounded by C's map), or, for a
+// C whose rows TMA cannot store, written from the box by the consumer's warps (write_box).
 #pragma once
 #include "../lib/barrier.cuh"
 #include "../lib/raster.cuh"
@@ -131,11 +132,29 @@ CUGEMM_DEVICE void stage_panel_f32(char* box, const float (&acc)[NACC], int p, i
     }
   }
 }
+// A C that TMA cannot store (ldc > 0: its row stride in elements, not a multiple of 16 bytes, as a C
+// of odd N): the consumer's four warps write each staged box themselves, warp w rows w, w + 4, ..,
+// lane l columns l, l + 32 (16-bit) or l (float) of the row, bounded: every store instruction of a
+// warp covers 64 (or 128) contiguous bytes of C, whatever its alignment.
+template <class TC>
+CUGEMM_DEVICE void write_box(TC* __restrict__ c, int ldc, const char* box, int row0, int col0, int M, int N, int w,
+                             int lane) {
+  constexpr int COLS = 128 / sizeof(TC);
+  for (int r = w; r < 64 && row0 + r < M; r += 4) {
+    TC* const dst = c + static_cast<size_t>(row0 + r) * ldc + col0;
+#pragma unroll
+    for (int q = lane; q < COLS; q += 32) {
+      const int byte = q * static_cast<int>(sizeof(TC));
+      if (col0 + q < N) dst[q] = *reinterpret_cast<const TC*>(box + r * 128 + (((byte >> 4) ^ (r & 7)) << 4) + (byte & 15));
+    }
+  }
+}
+
 // before_box(p, JN): called with the box index and its 8-column groups' count before box p is staged
-// (the scales of its columns: scale_cols).
+// (the scales of its columns: scale_cols). ldc > 0: C's row stride (write_box), TMA stores otherwise.
 template <class TC, int NACC, class BeforeBox>
-CUGEMM_DEVICE void store_slab_staged(float (&acc)[NACC], char* boxes, int& flip, const TensorMap* tmap_c, int row0,
-                                     int n0, int M, int N, int bar, int tid, BeforeBox&& before_box) {
+CUGEMM_DEVICE void store_slab_staged(float (&acc)[NACC], char* boxes, int& flip, const TensorMap* tmap_c, TC* c,
+                                     int ldc, int row0, int n0, int M, int N, int bar, int tid, BeforeBox&& before_box) {
   constexpr int COLS = 128 / sizeof(TC);  // columns per box
   static_assert((2 * NACC) % COLS == 0, "whole boxes per slab");
   const int w = tid >> 5, g = (tid & 31) >> 2, t4 = tid & 3;
@@ -150,6 +169,11 @@ CUGEMM_DEVICE void store_slab_staged(float (&acc)[NACC], char* boxes, int& flip,
       stage_panel_f32(box, acc, p, w, g, t4);
     } else {
       hgemm_wgmma::stage_panel<TC>(box, acc, p, w, g, t4);
+    }
+    if (ldc > 0) {  // the box is rewritten two boxes on, after the first barrier of that turn
+      named_barrier_sync(bar, 128);
+      if (n0 + COLS * p < N) write_box<TC>(c, ldc, box, row0, n0 + COLS * p, M, N, w, tid & 31);
+      continue;
     }
     fence_proxy_async_shared();
     named_barrier_sync(bar, 128);
