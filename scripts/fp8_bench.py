@@ -16,7 +16,8 @@ contenders, for
   torch bf16                    torch.matmul of the same values in bf16 (the anchor of the issue's table)
 Ratios: cugemm / torch of the same mode and accumulation. Odd shapes (4095x4097x1023, 1000x7777x2049)
 are timed beside their aligned neighbours (4096x4096x1024, 1000x7776x2048: multiples of 16) in
-cugemm's per-tensor mode; torch refuses them. Accuracy (--accuracy, default on): relative Frobenius
+cugemm's per-tensor mode, with the operands as cugemm.quantize_fp8 makes them (rows padded to 16
+bytes: read in place) and as dense rows of K bytes (copied with zero padding); torch refuses them. Accuracy (--accuracy, default on): relative Frobenius
 error against the float64 product of the dequantised operands, cugemm and torch._scaled_mm on the same
 inputs, bf16 and fp32 out, per mode, and DeepGEMM's difference 1 - 2 sum(xy) / sum(x^2 + y^2) of the
 block mode's result against the bf16 product of the unquantised inputs. Inputs: normal values
@@ -133,18 +134,27 @@ def main():
         print("   " + " | ".join(f"{k} {v:.1f}%" for k, v in row.items() if k.startswith(("ratio", "block"))), flush=True)
 
     if not args.no_odd:
+        def dense(q):  # an 8-bit array's values in dense rows (through its bytes)
+            return q.view(torch.uint8).contiguous().view(q.dtype)
+
         for odd, near in ODD:
             res = {}
             for label, (M, N, K) in (("odd", odd), ("aligned", near)):
                 x, w = operands(M, N, K)
                 qa, sa = cugemm.quantize_fp8(x)
                 qw, sw = cugemm.quantize_fp8(w)
-                ms = time_all({label: lambda: cugemm.scaled_matmul(qa, qw.t(), sa, sw, check_scales=False)})
-                res[label] = 2 * M * N * K / ms[label] / 1e9
+                fns = {label: lambda: cugemm.scaled_matmul(qa, qw.t(), sa, sw, check_scales=False)}
+                if label == "odd":  # the same values in dense rows of K bytes: copied with zero padding
+                    da, dw = dense(qa), dense(qw)
+                    fns["odd dense"] = lambda: cugemm.scaled_matmul(da, dw.t(), sa, sw, check_scales=False)
+                for k, v in time_all(fns).items():
+                    res[k] = 2 * M * N * K / v / 1e9
             ratio = 100 * res["odd"] / res["aligned"]
-            report["odd"].append({"odd": odd, "aligned": near, "tflops": res, "ratio": ratio})
-            print(f"odd {'x'.join(map(str, odd))}: {res['odd']:.0f} TFLOP/s, aligned {'x'.join(map(str, near))}: "
-                  f"{res['aligned']:.0f} -> {ratio:.1f}%", flush=True)
+            report["odd"].append({"odd": odd, "aligned": near, "tflops": res, "ratio": ratio,
+                                  "ratio_dense": 100 * res["odd dense"] / res["aligned"]})
+            print(f"odd {'x'.join(map(str, odd))}: {res['odd']:.0f} TFLOP/s (quantize_fp8's padded rows), "
+                  f"{res['odd dense']:.0f} (dense rows, copied); aligned {'x'.join(map(str, near))}: "
+                  f"{res['aligned']:.0f} -> {ratio:.1f}% / {100 * res['odd dense'] / res['aligned']:.1f}%", flush=True)
 
     if not args.no_accuracy:
         from cugemm.quantize import to_float64
