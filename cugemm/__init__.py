@@ -92,7 +92,8 @@ def scaled_matmul(a, b, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=N
                 (per-tensor), (M, 1) and (1, N) (per-row / per-column), or (M, ceil(K/128)) and
                 (ceil(K/128), ceil(N/128)) (1 x 128 blocks of A, 128 x 128 blocks of B; fp32 promotion
                 of every 128-deep partial sum)
-    out_dtype   bfloat16 (default), float16 or float32; bias: (N,) added after the scales
+    out_dtype   bfloat16 (default), float16 or float32; bias: (N,) added after the scales; a fresh
+                result of an N whose rows are not 16-byte multiples is a view of padded rows
     use_fast_accum  per-tensor / per-row scales: sum all of K in the FP8 tensor cores (faster, an
                 error growing with K) instead of promoting every 128-deep partial sum into fp32
     check_scales  read the scales and raise ValueError on NaN / Inf (one device sync; False skips it)

@@ -19,9 +19,11 @@ fp32 registers with its two scales (the FP8 tensor cores' own sums keep fewer bi
 
 Any shape: the kernels read A row-major and B as the N x K memory of W (b = W.T, the layout
 torch._scaled_mm asks for) in place when their rows are 16-byte aligned, and write a row-major C of
-any row stride in place (TMA stores, or the consumers' own where C's rows are not 16-byte aligned:
-an odd N); other layouts and K not a multiple of 16 (zero padding, which adds nothing) go through
-copies, so shapes cuBLASLt refuses (4095 x 4097 x 1023) compute. Scales: a NaN or Inf scale raises
+any row stride in place (TMA stores, or the consumers' own where C's rows are not 16-byte aligned);
+other layouts and K not a multiple of 16 in dense rows (zero padding, which adds nothing) go through
+copies, so shapes cuBLASLt refuses (4095 x 4097 x 1023) compute. Odd shapes cost their padding, not
+copies, when the rows are padded to 16 bytes: quantize_fp8 makes its q so, and a fresh result of
+such an N is a view of a buffer with padded rows (out= a dense C: the kernel's own stores, slower). Scales: a NaN or Inf scale raises
 ValueError before anything runs (check_scales=True reads them: one device sync; pass False to skip,
 e.g. inside a CUDA-graph capture, where a non-finite scale then gives non-finite results where it
 applies). Operands are CuPy arrays (ml_dtypes float8 dtypes) or torch CUDA tensors; the result is of
@@ -170,14 +172,15 @@ def _rows_fit(X: operand.Operand) -> bool:
 
 
 def _k_major(kind: str, x, X: operand.Operand, Kp: int, dev: int):
-    """(array, record) of x (rows, K), 8-bit, as rows of Kp bytes TMA reads: x itself when it fits,
-    else a zero-padded copy (a K not a multiple of 16, a misaligned or strided x)."""
+    """(array, record) of x (rows, K), 8-bit, as rows TMA reads: x itself when its rows are 16-byte
+    aligned (quantize_fp8 pads them so), else the first K columns of a copy in rows of Kp bytes (the
+    copy engine zero-fills past K either way)."""
     rows, K = X.shape
-    if K == Kp and _rows_fit(X):
+    if _rows_fit(X):
         return x, X
     buf = _zeros_u8(kind, (rows, Kp), dev)
     buf[:, :K] = _bytes(x, kind)
-    view = buf.view(_dtype_of(kind, X.dtype))
+    view = buf.view(_dtype_of(kind, X.dtype))[:, :K]
     return view, operand.describe(view, "copy", WHO)
 
 
@@ -307,7 +310,8 @@ def scaled_matmul(a, b, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=N
         sb = _dense_vector(kind, scale_b, N)
     elif mode == "block":
         strides = (SA.strides[0] // 4, SA.strides[1] // 4, SB.strides[0] // 4, SB.strides[1] // 4)
-    # operands as the kernels read them: A's rows and B's columns (W's rows) of Kp bytes
+    # operands as the kernels read them: A's rows and B's columns (W's rows) 16-byte aligned (copies
+    # in rows of Kp bytes where not)
     Kp = cdiv(K, LINE) * LINE
     a2, A2 = _k_major(kind, a, A, Kp, dev)
     bt = b.t() if kind == "torch" else b.T  # the N x K memory of W when b = W.T
@@ -321,12 +325,12 @@ def scaled_matmul(a, b, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=N
     c = result if direct else _empty(kind, shape, out_name, dev)
     C2 = operand.describe(c, "out", WHO)
     if variant is None:
-        name = choose(mode, M, N, Kp, A.dtype.name, B.dtype.name, out_name, _sms(dev), use_fast_accum)
+        name = choose(mode, M, N, K, A.dtype.name, B.dtype.name, out_name, _sms(dev), use_fast_accum)
     else:
         name = _check_variant(variant, mode, A.dtype.name, B.dtype.name, out_name)
     if (name, dev) not in _LOADED:  # loading a kernel cannot happen inside a CUDA-graph capture
         serve.not_capturing(lib, dev, f"FP8 {M}x{N}x{K}", WHO)
-    r = ready(name, A2, B2, C2, M, N, Kp, strides, dev)
+    r = ready(name, A2, B2, C2, M, N, K, strides, dev)
     _LOADED.add((name, dev))
     r.launch(lib.stream(dev), lib.ptr(a2), lib.ptr(w), lib.ptr(c), lib.ptr(sa), lib.ptr(sb),
              lib.ptr(bias) if bias is not None else 0)
@@ -366,12 +370,20 @@ def _dense_vector(kind: str, s, n: int):
 
 
 def _empty(kind: str, shape: tuple, name: str, dev: int):
+    """A fresh result: row-major, its rows 16 bytes apart (a view of a buffer whose rows are padded
+    to 16 bytes where N * itemsize is not a multiple of 16, as quantize_fp8's q: the kernel's TMA
+    stores write it; a dense C of such an N is written by the kernel's own stores, slower)."""
+    M, N = shape
+    size = dtypes.get(name).itemsize
+    Np = cdiv(N * size, LINE) * LINE // size
     if kind == "torch":
         torch = sys.modules["torch"]
-        return torch.empty(shape, dtype=getattr(torch, name), device=torch.device("cuda", dev))
-    import cupy
+        buf = torch.empty((M, Np), dtype=getattr(torch, name), device=torch.device("cuda", dev))
+    else:
+        import cupy
 
-    return cupy.empty(shape, dtype=dtypes.get(name).numpy)
+        buf = cupy.empty((M, Np), dtype=dtypes.get(name).numpy)
+    return buf if Np == N else buf[:, :N]
 
 
 def _sms(dev: int) -> int:

@@ -283,7 +283,11 @@ def _scaled_fake(a, b, scale_a, scale_b, bias=None, out_dtype=None, use_fast_acc
     if a.shape[1] != b.shape[0]:
         raise ValueError(f"{scaled.WHO}: inner dimensions differ: A is {tuple(a.shape)}, B is {tuple(b.shape)}")
     scaled.scale_mode(a.shape[0], b.shape[1], a.shape[1], tuple(scale_a.shape), tuple(scale_b.shape))
-    return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or torch.bfloat16)
+    dt = out_dtype or torch.bfloat16
+    M, N = a.shape[0], b.shape[1]
+    size = torch.empty((), dtype=dt).element_size()
+    Np = -(-N * size // scaled.LINE) * scaled.LINE // size  # rows padded to 16 bytes, as the kernel's result
+    return a.new_empty_strided((M, N), (Np, 1), dtype=dt)
 
 
 # ---- nn.Linear -----------------------------------------------------------------------------------------

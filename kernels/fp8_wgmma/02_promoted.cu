@@ -97,18 +97,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       const int nb0 = p.n0 / 128, bnd = 128 - p.n0 % 128;
       const float* const sb0 = scale_b + static_cast<size_t>(nb0) * sb_n;
       const float* const sb1 = scale_b + static_cast<size_t>(min(nb0 + 1, (N - 1) / 128)) * sb_n;
-      // (and those of k block kb + AHEAD fetched into L1 meanwhile: a K-tile is shorter than an L2 trip)
-      constexpr int AHEAD = 4;
       auto load_scales = [&](int kb, float (&to)[4]) {
         float a0 = 1.f, a1 = 1.f, b0 = 1.f, b1 = 1.f;
-        if (scale_a != nullptr) {
-          a0 = sa0[kb * sa_k], a1 = sa1[kb * sa_k];
-          if (kb + AHEAD < num_kt) prefetch_l1(sa0 + (kb + AHEAD) * sa_k), prefetch_l1(sa1 + (kb + AHEAD) * sa_k);
-        }
-        if (scale_b != nullptr) {
-          b0 = sb0[kb * sb_k], b1 = BN > 64 ? sb1[kb * sb_k] : b0;
-          if (kb + AHEAD < num_kt) prefetch_l1(sb0 + (kb + AHEAD) * sb_k), prefetch_l1(sb1 + (kb + AHEAD) * sb_k);
-        }
+        if (scale_a != nullptr) a0 = sa0[kb * sa_k], a1 = sa1[kb * sa_k];
+        if (scale_b != nullptr) b0 = sb0[kb * sb_k], b1 = BN > 64 ? sb1[kb * sb_k] : b0;
         to[0] = a0 * b0, to[1] = a1 * b0, to[2] = a0 * b1, to[3] = a1 * b1;
       };
       // the K-tile in stage st into acc (four wgmma m64nBNk32, the first overwriting)

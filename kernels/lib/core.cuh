@@ -8,7 +8,7 @@
 // "..." lines (#pragma once is honoured), so CuPy's disk cache, keyed on the source text, sees
 // every edit made here. CUDA's own headers (#include <...>) stay includes.
 //
-//   core.cuh      CUGEMM_DEVICE, smem_addr, L2 eviction policies (createpolicy), an L1 prefetch
+//   core.cuh      CUGEMM_DEVICE, smem_addr, L2 eviction policies (createpolicy)
 //   move.cuh      16/8/4-byte vector moves and N-float register-array loads/stores
 //   half.cuh      half2 bit casts, N-half register-array loads/stores, the HFMA2 broadcast
 //   cp_async.cuh  cp.async (sm_80+): 16-byte (optionally zero-filling) and 4-byte copies, groups
@@ -64,9 +64,4 @@ CUGEMM_DEVICE unsigned long long l2_policy_stream() {
   asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(policy));
 #endif
   return policy;
-}
-
-// Fetch the line holding p into L1 (and L2) ahead of a later load of it (prefetch.global.L1).
-CUGEMM_DEVICE void prefetch_l1(const void* p) {
-  asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p));
 }
