@@ -91,7 +91,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       // BLOCKS: this thread's rows' scales (rows past M read the last row's: never stored) and those
       // of the one or two 128-column blocks the tile's columns lie in (columns bnd .. BN - 1 of the
       // tile in the second; a second block past N is read as the last one: never stored), k block by
-      // k block, loaded a K-tile before they are used: sc = {a0 b0, a1 b0, a0 b1, a1 b1}
+      // k block as {a0 b0, a1 b0, a0 b1, a1 b1}, in a queue of the next DEPTH k blocks' (q[0]: the
+      // K-tile promoted next): loaded DEPTH K-tiles before use, as an L2 trip outlasts a K-tile
       const float* const sa0 = scale_a + static_cast<size_t>(min(row, M - 1)) * sa_m;
       const float* const sa1 = scale_a + static_cast<size_t>(min(row + 8, M - 1)) * sa_m;
       const int nb0 = p.n0 / 128, bnd = 128 - p.n0 % 128;
@@ -127,22 +128,37 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       };
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) total[i] = 0.f;
-      float sc[4] = {1.f, 1.f, 1.f, 1.f}, sn[4] = {1.f, 1.f, 1.f, 1.f};  // the scales of the K-tile promoted next, of the one after
+      constexpr int DEPTH = BN > 128 ? 2 : 4;  // (registers: n192 holds two sets of 96 accumulators)
+      float q[DEPTH][4];
+#pragma unroll
+      for (int d = 0; d < DEPTH; ++d)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) q[d][i] = 1.f;
+      auto queue_fill = [&]() {
+#pragma unroll
+        for (int d = 0; d < DEPTH; ++d)
+          if (d < num_kt) load_scales(d, q[d]);
+      };
+      auto queue_next = [&](int kb) {  // drop q[0], load k block kb at the back
+#pragma unroll
+        for (int d = 0; d + 1 < DEPTH; ++d)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) q[d][i] = q[d + 1][i];
+        if (kb < num_kt) load_scales(kb, q[DEPTH - 1]);
+      };
       if constexpr (!PIPE) {
         // one partial: issue K-tile kt, wait for it, release its stage, promote it
-        if constexpr (BLOCKS) load_scales(0, sn);
+        if constexpr (BLOCKS) queue_fill();
         for (int kt = 0; kt < num_kt; ++kt) {
           const int st = ring.stage;
           mbarrier_wait(&full[st], ring.phase);
           issue(part, st);
-#pragma unroll
-          for (int i = 0; i < 4; ++i) sc[i] = sn[i];
-          if (BLOCKS && kt + 1 < num_kt) load_scales(kt + 1, sn);
           cugemm_wgmma::wait_group<0>();
           cugemm_wgmma::fence_operands(part);
           release_stage<CLUSTER_M>(&empty[st], tid);
           ring.advance();
-          promote(part, sc);
+          promote(part, q[0]);
+          if constexpr (BLOCKS) queue_next(kt + DEPTH);
         }
       } else {
         // two partials in turn: K-tile kt is issued into one while K-tile kt - 1, in the other, is
@@ -152,18 +168,16 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         mbarrier_wait(&full[prev], ring.phase);
         issue(part, prev);
         ring.advance();
-        if constexpr (BLOCKS) load_scales(0, sc);
+        if constexpr (BLOCKS) queue_fill();
         auto step = [&](float (&cur)[BN / 2], float (&last)[BN / 2], int kt) {
           const int st = ring.stage;
           mbarrier_wait(&full[st], ring.phase);
           issue(cur, st);
-          if constexpr (BLOCKS) load_scales(kt, sn);
           cugemm_wgmma::wait_group<1>();
           cugemm_wgmma::fence_operands(last);
           release_stage<CLUSTER_M>(&empty[prev], tid);
-          promote(last, sc);
-#pragma unroll
-          for (int i = 0; i < 4; ++i) sc[i] = sn[i];
+          promote(last, q[0]);
+          if constexpr (BLOCKS) queue_next(kt - 1 + DEPTH);
           prev = st;
           ring.advance();
         };
@@ -178,11 +192,11 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         if (odd) {
           cugemm_wgmma::fence_operands(part2);
           release_stage<CLUSTER_M>(&empty[prev], tid);
-          promote(part2, sc);
+          promote(part2, q[0]);
         } else {
           cugemm_wgmma::fence_operands(part);
           release_stage<CLUSTER_M>(&empty[prev], tid);
-          promote(part, sc);
+          promote(part, q[0]);
         }
       }
       float rs[2] = {s, s};  // the epilogue's row scales (per-row: scale_a's)
