@@ -91,8 +91,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       // BLOCKS: this thread's rows' scales (rows past M read the last row's: never stored) and those
       // of the one or two 128-column blocks the tile's columns lie in (columns bnd .. BN - 1 of the
       // tile in the second; a second block past N is read as the last one: never stored), k block by
-      // k block as {a0 b0, a1 b0, a0 b1, a1 b1}, in a queue of the next DEPTH k blocks' (q[0]: the
-      // K-tile promoted next): loaded DEPTH K-tiles before use, as an L2 trip outlasts a K-tile
+      // k block as {a0 b0, a1 b0, a0 b1, a1 b1}
       const float* const sa0 = scale_a + static_cast<size_t>(min(row, M - 1)) * sa_m;
       const float* const sa1 = scale_a + static_cast<size_t>(min(row + 8, M - 1)) * sa_m;
       const int nb0 = p.n0 / 128, bnd = 128 - p.n0 % 128;
@@ -128,28 +127,20 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       };
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) total[i] = 0.f;
-      constexpr int DEPTH = BN > 128 ? 2 : 4;  // (registers: n192 holds two sets of 96 accumulators)
-      float q[DEPTH][4];
-#pragma unroll
-      for (int d = 0; d < DEPTH; ++d)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) q[d][i] = 1.f;
-      auto queue_fill = [&]() {
-#pragma unroll
-        for (int d = 0; d < DEPTH; ++d)
-          if (d < num_kt) load_scales(d, q[d]);
-      };
-      auto queue_next = [&](int kb) {  // drop q[0], load k block kb at the back
-#pragma unroll
-        for (int d = 0; d + 1 < DEPTH; ++d)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) q[d][i] = q[d + 1][i];
-        if (kb < num_kt) load_scales(kb, q[DEPTH - 1]);
+      // the scales in two slots, K-tile j's in slot j % 2, loaded two K-tiles before they are used
+      // and used in place (a register copy of a loaded value would wait for the load): the K loops
+      // run two K-tiles per trip, so that each slot is a fixed register set
+      float qa[4] = {1.f, 1.f, 1.f, 1.f}, qb[4] = {1.f, 1.f, 1.f, 1.f};
+      if constexpr (BLOCKS) {
+        load_scales(0, qa);
+        if (num_kt > 1) load_scales(1, qb);
+      }
+      auto reload = [&](int kb, float (&slot)[4]) {
+        if (BLOCKS && kb < num_kt) load_scales(kb, slot);
       };
       if constexpr (!PIPE) {
         // one partial: issue K-tile kt, wait for it, release its stage, promote it
-        if constexpr (BLOCKS) queue_fill();
-        for (int kt = 0; kt < num_kt; ++kt) {
+        auto step = [&](int kt, float (&slot)[4]) {
           const int st = ring.stage;
           mbarrier_wait(&full[st], ring.phase);
           issue(part, st);
@@ -157,9 +148,15 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
           cugemm_wgmma::fence_operands(part);
           release_stage<CLUSTER_M>(&empty[st], tid);
           ring.advance();
-          promote(part, q[0]);
-          if constexpr (BLOCKS) queue_next(kt + DEPTH);
+          promote(part, slot);
+          reload(kt + 2, slot);
+        };
+        int kt = 0;
+        for (; kt + 1 < num_kt; kt += 2) {
+          step(kt, qa);
+          step(kt + 1, qb);
         }
+        if (kt < num_kt) step(kt, qa);
       } else {
         // two partials in turn: K-tile kt is issued into one while K-tile kt - 1, in the other, is
         // waited for (wait_group 1), released and promoted, so the tensor cores always hold this
@@ -168,35 +165,35 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         mbarrier_wait(&full[prev], ring.phase);
         issue(part, prev);
         ring.advance();
-        if constexpr (BLOCKS) queue_fill();
-        auto step = [&](float (&cur)[BN / 2], float (&last)[BN / 2], int kt) {
+        // issue K-tile kt into cur, then finish K-tile kt - 1 (in last, its scales in slot)
+        auto step = [&](float (&cur)[BN / 2], float (&last)[BN / 2], int kt, float (&slot)[4]) {
           const int st = ring.stage;
           mbarrier_wait(&full[st], ring.phase);
           issue(cur, st);
           cugemm_wgmma::wait_group<1>();
           cugemm_wgmma::fence_operands(last);
           release_stage<CLUSTER_M>(&empty[prev], tid);
-          promote(last, q[0]);
-          if constexpr (BLOCKS) queue_next(kt - 1 + DEPTH);
+          promote(last, slot);
+          reload(kt + 1, slot);
           prev = st;
           ring.advance();
         };
         int kt = 1;
         for (; kt + 1 < num_kt; kt += 2) {
-          step(part2, part, kt);
-          step(part, part2, kt + 1);
+          step(part2, part, kt, qa);      // K-tile kt - 1 (even) in part, its scales in qa
+          step(part, part2, kt + 1, qb);
         }
         const bool odd = kt < num_kt;  // one K-tile left: into part2
-        if (odd) step(part2, part, kt);
+        if (odd) step(part2, part, kt, qa);
         cugemm_wgmma::wait_group<0>();
         if (odd) {
           cugemm_wgmma::fence_operands(part2);
           release_stage<CLUSTER_M>(&empty[prev], tid);
-          promote(part2, q[0]);
+          promote(part2, qb);
         } else {
           cugemm_wgmma::fence_operands(part);
           release_stage<CLUSTER_M>(&empty[prev], tid);
-          promote(part, q[0]);
+          promote(part, qa);
         }
       }
       float rs[2] = {s, s};  // the epilogue's row scales (per-row: scale_a's)
