@@ -110,19 +110,27 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                                                               sB_addr + st * S::B_STAGE, false);
         hgemm_wgmma::end_group(acc);
       };
-      // total += acc (times its k block's scales sc: BLOCKS), acc final (its group waited for)
-      auto promote = [&](const float (&acc)[BN / 2], const float (&sc)[4]) {
+      // total += acc (times its k block's scales sc: BLOCKS), acc final (its group waited for). The
+      // 8-column groups j >= bnd / 8 lie in the second column block; bnd is 64 or 128 (tiles start
+      // at multiples of 64), so each case is its own unrolled code, without a select per element.
+      auto promote_split = [&](const float (&acc)[BN / 2], const float (&sc)[4], auto split) {
+        constexpr int J2 = decltype(split)::value;  // the first group in the second block
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const bool second = BN > 64 && 8 * j >= bnd;  // the 8 columns' block (a select: sc stays in registers)
+        for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             if constexpr (BLOCKS) {
-              total[4 * j + i] = fmaf(acc[4 * j + i], second ? sc[2 + (i >> 1)] : sc[i >> 1], total[4 * j + i]);
+              total[4 * j + i] = fmaf(acc[4 * j + i], sc[(j >= J2 ? 2 : 0) + (i >> 1)], total[4 * j + i]);
             } else {
               total[4 * j + i] += acc[4 * j + i];
             }
           }
+      };
+      auto promote = [&](const float (&acc)[BN / 2], const float (&sc)[4]) {
+        if (BLOCKS && BN > 64 && bnd == 64) {
+          promote_split(acc, sc, hgemm_wgmma::Cols<8>{});
+        } else {
+          promote_split(acc, sc, hgemm_wgmma::Cols<16>{});
         }
       };
 #pragma unroll
