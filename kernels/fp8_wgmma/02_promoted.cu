@@ -127,10 +127,14 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
           }
       };
       auto promote = [&](const float (&acc)[BN / 2], const float (&sc)[4]) {
-        if (BLOCKS && BN > 64 && bnd == 64) {
-          promote_split(acc, sc, hgemm_wgmma::Cols<8>{});
-        } else {
-          promote_split(acc, sc, hgemm_wgmma::Cols<16>{});
+        if constexpr (BLOCKS && BN > 128) {  // 128 x 192 tiles: a split at 64 or 128 columns
+          if (bnd == 64) {
+            promote_split(acc, sc, hgemm_wgmma::Cols<8>{});
+          } else {
+            promote_split(acc, sc, hgemm_wgmma::Cols<16>{});
+          }
+        } else {  // no second block (128-column tiles start at multiples of 128)
+          promote_split(acc, sc, hgemm_wgmma::Cols<BN / 8>{});
         }
       };
 #pragma unroll
