@@ -91,17 +91,17 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       // BLOCKS: this thread's rows' scales (rows past M read the last row's: never stored) and those
       // of the one or two 128-column blocks the tile's columns lie in (columns bnd .. BN - 1 of the
       // tile in the second; a second block past N is read as the last one: never stored), k block by
-      // k block as {a0 b0, a1 b0, a0 b1, a1 b1}
+      // k block
       const float* const sa0 = scale_a + static_cast<size_t>(min(row, M - 1)) * sa_m;
       const float* const sa1 = scale_a + static_cast<size_t>(min(row + 8, M - 1)) * sa_m;
       const int nb0 = p.n0 / 128, bnd = 128 - p.n0 % 128;
       const float* const sb0 = scale_b + static_cast<size_t>(nb0) * sb_n;
       const float* const sb1 = scale_b + static_cast<size_t>(min(nb0 + 1, (N - 1) / 128)) * sb_n;
+      // the raw values {a0, a1, b0, b1}: their products are formed at the promotion (an instruction
+      // using a loaded value here would wait for the load)
       auto load_scales = [&](int kb, float (&to)[4]) {
-        float a0 = 1.f, a1 = 1.f, b0 = 1.f, b1 = 1.f;
-        if (scale_a != nullptr) a0 = sa0[kb * sa_k], a1 = sa1[kb * sa_k];
-        if (scale_b != nullptr) b0 = sb0[kb * sb_k], b1 = BN > 64 ? sb1[kb * sb_k] : b0;
-        to[0] = a0 * b0, to[1] = a1 * b0, to[2] = a0 * b1, to[3] = a1 * b1;
+        if (scale_a != nullptr) to[0] = sa0[kb * sa_k], to[1] = sa1[kb * sa_k];
+        if (scale_b != nullptr) to[2] = sb0[kb * sb_k], to[3] = BN > 64 ? sb1[kb * sb_k] : to[2];
       };
       // the K-tile in stage st into acc (four wgmma m64nBNk32, the first overwriting)
       auto issue = [&](float (&acc)[BN / 2], int st) {
@@ -126,7 +126,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
             }
           }
       };
-      auto promote = [&](const float (&acc)[BN / 2], const float (&sc)[4]) {
+      auto promote = [&](const float (&acc)[BN / 2], const float (&raw)[4]) {
+        const float sc[4] = {raw[0] * raw[2], raw[1] * raw[2], raw[0] * raw[3], raw[1] * raw[3]};
         if constexpr (BLOCKS && BN > 128) {  // 128 x 192 tiles: a split at 64 or 128 columns
           if (bnd == 64) {
             promote_split(acc, sc, hgemm_wgmma::Cols<8>{});
@@ -213,10 +214,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
 #pragma unroll
         for (int h = 0; h < 2; ++h) rs[h] = row + 8 * h < M && scale_a != nullptr ? scale_a[row + 8 * h] : 1.f;
       }
-      store_slab_staged<TC>(total, boxes, flip, &tmap_c, c, ldc, row0, p.n0, M, N, 1 + cw, tid, [&](int box, auto jn) {
-        scale_cols<decltype(jn)::value>(total, box * decltype(jn)::value, rs, SCALE == 1 ? scale_b : nullptr, bias,
-                                        col, N);
-      });
+      // the whole slab's column scales and bias at once (the partials' registers are free now: one
+      // trip to L2 instead of one per staging box)
+      scale_cols<BN / 8>(total, 0, rs, SCALE == 1 ? scale_b : nullptr, bias, col, N);
+      store_slab_staged<TC>(total, boxes, flip, &tmap_c, c, ldc, row0, p.n0, M, N, 1 + cw, tid, [](int, auto) {});
     }
     if (tid == 0 && ldc == 0) tma_store_wait<0>();
   }
