@@ -9,8 +9,9 @@ one block tile (any-shape variants: an odd shape that cuts every tile edge), the
 unless --quick; split-K variants also one tile 16 K tiles deep (its slices and their reduction).
 The batched forms (wgmma BATCHED, mma.sync _batched) also run through cugemm.matmul(variant=) on 3 products of the first
 shape and on a broadcast A (one matrix for 3 products of B); the grouped forms (GROUPS > 0) through
-cugemm.grouped_matmul(variant=) on uneven groups (sizes 0, 1, 7, 577) and on the masked layout.
-Exits 1 if any result is wrong.
+cugemm.grouped_matmul(variant=) on uneven groups (sizes 0, 1, 7, 577) and on the masked layout; the
+FP8 forms also through cugemm.scaled_matmul(variant=) with the scales of their mode (and a bias), into
+a C with odd N and into one TMA stores. Exits 1 if any result is wrong.
 """
 import argparse
 import sys
@@ -84,6 +85,46 @@ def grouped_runs(v):
     return bad
 
 
+def fp8_runs(v):
+    """The FP8 form `v` through cugemm.scaled_matmul with real scales of its mode (per-tensor, per-row
+    with a bias, or block), operands from cugemm.quantize_fp8 (CuPy), at an odd N (the consumers'
+    own stores) and at N a multiple of 64 (TMA stores): wrong results."""
+    import cupy
+
+    from cugemm.quantize import to_float64
+
+    p = v.param_dict
+    mode = ("tensor", "row", "block")[p["SCALE"]] if "SCALE" in p else "row" if p["ROW"] else "tensor"
+    blocks = {"tensor": ("tensor", "tensor"), "row": ("row", "row"), "block": ((1, 128), (128, 128))}[mode]
+    bad = 0
+    for M, N, K in ((v.tile[0] + 3, v.tile[1] + 5, 3 * 128 + 16), (v.tile[0], 2 * v.tile[1], 2 * 128)):
+        x = cupy.random.standard_normal((M, K), dtype=cupy.float32)
+        w = cupy.random.standard_normal((N, K), dtype=cupy.float32)
+        qa, sa = cugemm.quantize_fp8(x, blocks[0], v.dtype_in)
+        qw, sw = cugemm.quantize_fp8(w, blocks[1], v.dt_b.name)
+
+        def expand(s, R, C, block):
+            s = s.astype(cupy.float64)
+            if block == "tensor":
+                return s
+            if block == "row":
+                return s.reshape(R, 1)
+            return cupy.repeat(cupy.repeat(s, 128, 0)[:R], 128, 1)[:, :C]
+
+        ref = (to_float64(qa) * expand(sa, M, K, blocks[0])) @ (to_float64(qw) * expand(sw, N, K, blocks[1])).T
+        bias = cupy.random.standard_normal(N, dtype=cupy.float32) if mode == "row" else None
+        if bias is not None:
+            ref = ref + bias
+        out = testing.poisoned((M, N), v.dtype_out)
+        cugemm.scaled_matmul(qa, qw.T, sa, sw if mode == "tensor" else sw.T, out_dtype=v.dtype_out, bias=bias,
+                             out=out, variant=v.name)
+        err = accuracy.rel_error(out, ref)
+        if not accuracy.within(err, v.math_dtype, v.dtype_acc):
+            bad += 1
+            print(f"WRONG {v.name} scaled {mode} {M}x{N}x{K}: rel err {err:.2e}")
+    return bad
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("pattern", nargs="?", default=None, help="glob(s) over variant names")
@@ -102,6 +143,8 @@ def main():
             if not ok:
                 bad += 1
                 print(f"WRONG {v.name} {M}x{N}x{K}: rel err {err:.2e}")
+        if v.family == "fp8_wgmma":
+            bad += fp8_runs(v)
         if v.param_dict.get("GROUPS"):
             bad += grouped_runs(v)
         elif v.batched:
