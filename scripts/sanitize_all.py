@@ -109,7 +109,8 @@ def fp8_runs(v):
                 return s
             if block == "row":
                 return s.reshape(R, 1)
-            return cupy.repeat(cupy.repeat(s, 128, 0)[:R], 128, 1)[:, :C]
+            br, bc = block
+            return cupy.repeat(cupy.repeat(s, br, 0)[:R], bc, 1)[:, :C]
 
         ref = (to_float64(qa) * expand(sa, M, K, blocks[0])) @ (to_float64(qw) * expand(sw, N, K, blocks[1])).T
         bias = cupy.random.standard_normal(N, dtype=cupy.float32) if mode == "row" else None
