@@ -76,6 +76,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     int flip = 0;  // the staging box the next store takes
     for (int k = 0, t; (t = walk.nth(k, false)) < walk.count; ++k) {
       const Placed p = place<BM, BN, CLUSTER_M, GROUP>(walk, t, rank, M);
+      prefetch_epilogue<BN>(ROW ? scale_a : nullptr, ROW ? scale_b : nullptr, bias,
+                            p.m0 + 64 * cw + 16 * (tid >> 5) + ((tid & 31) >> 2), p.n0, M, N, tid & 31);
       hgemm_wgmma::consume_ktiles<TA, BN, STAGES, S::A_STAGE, S::B_STAGE, false, true, false, TB>(
           acc, ring, full, sA_addr, sB_addr, num_kt, release);
       const int row0 = p.m0 + 64 * cw;

@@ -88,6 +88,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       const Placed p = place<BM, BN, CLUSTER_M, GROUP>(walk, t, rank, M);
       const int row0 = p.m0 + 64 * cw;
       const int row = row0 + 16 * (tid >> 5) + ((tid & 31) >> 2), col = p.n0 + 2 * (tid & 3);
+      prefetch_epilogue<BN>(SCALE == 1 ? scale_a : nullptr, SCALE == 1 ? scale_b : nullptr, bias, row, p.n0, M, N,
+                            tid & 31);
       // BLOCKS: this thread's rows' scales (rows past M read the last row's: never stored) and those
       // of the one or two 128-column blocks the tile's columns lie in (columns bnd .. BN - 1 of the
       // tile in the second; a second block past N is read as the last one: never stored), k block by

@@ -87,6 +87,25 @@ CUGEMM_DEVICE void produce(const TensorMap* tmap_a, const TensorMap* tmap_b, uns
   }
 }
 
+// ---- the epilogue's vectors fetched into L1 when a tile starts ---------------------------------------
+// The epilogue's per-row and per-column scales and bias are read after the tile's K loop, when both
+// consumers have stopped issuing wgmmas: an L2 trip there idles the tensor cores. So when the tile
+// starts, lane l of each consumer warp fetches line l of the tile's BN column scales and bias (128
+// bytes: 32 floats per line) and each thread its two rows' scales, into L1 (prefetch.global.L1).
+template <int BN>
+CUGEMM_DEVICE void prefetch_epilogue(const float* rows, const float* cols, const float* bias, int row, int n0, int M,
+                                     int N, int lane) {
+  if (rows != nullptr) {
+    if (row < M) asm volatile("prefetch.global.L1 [%0];" ::"l"(rows + row));
+    if (row + 8 < M) asm volatile("prefetch.global.L1 [%0];" ::"l"(rows + row + 8));
+  }
+  const int n = n0 + 32 * lane;
+  if (lane < BN / 32 && n < N) {
+    if (cols != nullptr) asm volatile("prefetch.global.L1 [%0];" ::"l"(cols + n));
+    if (bias != nullptr) asm volatile("prefetch.global.L1 [%0];" ::"l"(bias + n));
+  }
+}
+
 // ---- the epilogue's scales: acc = acc * scale + bias, one staging box's columns at a time ----------
 // The accumulator fragment (hgemm_wgmma.cuh): this thread's rows `row`, row + 8 and columns col +
 // 8j + e for the JN 8-column groups j = j0 .. j0 + JN - 1. rs[h]: the scale of row row + 8h (the
