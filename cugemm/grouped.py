@@ -168,12 +168,7 @@ def rows_fit(X: Operand) -> bool:
 
 def _kind(x) -> str:
     """'torch' or 'cupy': the caller's array library (grouped_matmul takes those two)."""
-    if operand.is_torch(x):
-        return "torch"
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and isinstance(x, cupy.ndarray):
-        return "cupy"
-    raise TypeError(f"{WHO}: operands must be torch CUDA tensors or CuPy arrays, got {type(x).__name__}")
+    return operand.library_of(x, WHO)
 
 
 def _int_dtype(x, kind: str) -> str:

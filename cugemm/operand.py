@@ -68,6 +68,20 @@ def is_torch(x) -> bool:
     return type(x).__module__.split(".", 1)[0] == "torch"
 
 
+def library_of(x, who: str) -> str:
+    """'torch' or 'cupy': the array library of a torch CUDA tensor or a CuPy array (the entry points
+    that answer in the caller's own library, cugemm.grouped and cugemm.scaled); TypeError naming `who`
+    for anything else."""
+    import sys
+
+    if is_torch(x):
+        return "torch"
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(x, cupy.ndarray):
+        return "cupy"
+    raise TypeError(f"{who}: operands must be torch CUDA tensors or CuPy arrays, got {type(x).__name__}")
+
+
 def of_layout(shape, dt: dtypes.DType, layout: str, ld: int, ptr: int) -> Operand:
     """The record of a 2-D matrix of `shape` laid out `layout` ('row' or 'col') with leading
     dimension `ld` (elements) at `ptr`: a copy cugemm makes in a workspace."""

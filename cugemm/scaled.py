@@ -42,6 +42,7 @@ from .prepared import BASES, BIAS, SCALE_A, SCALE_B, Prepared, sentinel
 from .prepared import A as _A
 from .prepared import B as _B
 from .prepared import C as _C
+from .grouped import rows_fit  # a 2-D record whose rows TMA reads in place
 from .registry import get_variant
 
 WHO = "cugemm.scaled_matmul"
@@ -133,12 +134,7 @@ def ready(name: str, A, B, C, M: int, N: int, K: int, strides: tuple, dev: int) 
 
 # ---- operands ------------------------------------------------------------------------------------------
 def _kind(x) -> str:
-    if operand.is_torch(x):
-        return "torch"
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and isinstance(x, cupy.ndarray):
-        return "cupy"
-    raise TypeError(f"{WHO}: operands must be torch CUDA tensors or CuPy arrays, got {type(x).__name__}")
+    return operand.library_of(x, WHO)
 
 
 def _device_of(x, kind: str) -> int:
@@ -163,20 +159,12 @@ def _zeros_u8(kind: str, shape: tuple, dev: int):
     return cupy.zeros(shape, dtype=cupy.uint8)
 
 
-def _rows_fit(X: operand.Operand) -> bool:
-    """A 2-D record TMA reads rows of in place: contiguous rows, 16-byte row stride and pointer."""
-    rows, cols = X.shape
-    size = X.dtype.itemsize
-    return (cols == 1 or X.strides[1] == size) and X.ptr % LINE == 0 and \
-        (rows == 1 or (X.strides[0] % LINE == 0 and X.strides[0] >= cols * size))
-
-
 def _k_major(kind: str, x, X: operand.Operand, Kp: int, dev: int):
     """(array, record) of x (rows, K), 8-bit, as rows TMA reads: x itself when its rows are 16-byte
     aligned (quantize_fp8 pads them so), else the first K columns of a copy in rows of Kp bytes (the
     copy engine zero-fills past K either way)."""
     rows, K = X.shape
-    if _rows_fit(X):
+    if rows_fit(X):
         return x, X
     buf = _zeros_u8(kind, (rows, Kp), dev)
     buf[:, :K] = _bytes(x, kind)

@@ -48,13 +48,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   char* const sA = smem + S::A;
   char* const sB = smem + S::B;
   __shared__ alignas(8) unsigned long long full[STAGES], empty[STAGES];
-  if (threadIdx.x == 0) {
-    tma_prefetch_map(&tmap_a);
-    tma_prefetch_map(&tmap_b);
-    if (ldc == 0) tma_prefetch_map(&tmap_c);
-    init_ring_barriers<STAGES>(full, empty, 2 * CLUSTER_M);  // every consumer of the cluster
-  }
-  sync_cta_or_cluster<CLUSTER_M>();
+  start_block<STAGES, CLUSTER_M>(&tmap_a, &tmap_b, &tmap_c, ldc == 0, full, empty, 2);
 
   const int wg = hgemm_wgmma::warpgroup_index();
   if (wg == 0) {

@@ -29,6 +29,21 @@ inline constexpr int BOX_BYTES = 64 * 128;  // one staging box of C: 64 rows of 
 template <int BM, int BN, int STAGES>
 using Smem = hgemm_wgmma::RingSmem<BM * ROW_BYTES, BN * ROW_BYTES, STAGES, 2 * (BM / 64) * BOX_BYTES>;
 
+// The block's start (both kernels): thread 0 prefetches the tensor maps (C's only where C goes
+// through it) and makes the ring's barriers (a stage is released by every consumer warpgroup of the
+// cluster); then every block of the cluster waits for the others' before any copy or arrival.
+template <int STAGES, int CLUSTER_M>
+CUGEMM_DEVICE void start_block(const TensorMap* tmap_a, const TensorMap* tmap_b, const TensorMap* tmap_c, bool c_map,
+                               unsigned long long* full, unsigned long long* empty, int consumers) {
+  if (threadIdx.x == 0) {
+    tma_prefetch_map(tmap_a);
+    tma_prefetch_map(tmap_b);
+    if (c_map) tma_prefetch_map(tmap_c);
+    init_ring_barriers<STAGES>(full, empty, consumers * CLUSTER_M);
+  }
+  sync_cta_or_cluster<CLUSTER_M>();
+}
+
 // Tile t of the persistent walk (clusters of CLUSTER_M tiles stacked in M, grouped order), for block
 // `rank` of its cluster: C's first row m0 and column n0, and the first row of A it loads (a block
 // whose tile lies past M loads its cluster's first tile's rows: it computes a copy, stores nothing).
