@@ -56,11 +56,11 @@ def random_operands(dtype, M: int, N: int, K: int, layout: str = "row", dtype_b=
     a = cast(cupy.random.standard_normal((M, K), dtype=cupy.float32), dtype)
     b = cast(cupy.random.standard_normal((K, N), dtype=cupy.float32), dtype_b or dtype)
     if layout == "col":
-        a, b = _fortran(a), _fortran(b)
+        a, b = fortran(a), fortran(b)
     return a, b
 
 
-def _fortran(x):
+def fortran(x):
     """x column-major (8-bit floats, which CuPy cannot copy, through their bytes)."""
     import cupy
 
@@ -73,8 +73,8 @@ def variant_operands(v, M: int, N: int, K: int):
     """(A, B) as random_operands, each laid out as variant `v` reads it (v.a_layout, v.b_layout): a
     'col' operand is column-major, the transposed view of a row-major array (x.T, W.T)."""
     a, b = random_operands(v.dtype_in, M, N, K, dtype_b=v.dt_b.name)
-    a = _fortran(a) if v.a_layout == "col" else a
-    b = _fortran(b) if v.b_layout == "col" else b
+    a = fortran(a) if v.a_layout == "col" else a
+    b = fortran(b) if v.b_layout == "col" else b
     if v.strided:  # leading dimensions rounded up to the alignment, plus one more step: ld > span
         a, b = padded(a, v.a_layout, v.align), padded(b, v.b_layout, v.align)
     return a, b

@@ -59,6 +59,12 @@ positive_int = _int_at_least(1, "not a positive integer (1 or more)")
 non_negative_int = _int_at_least(0, "negative (0 or more)")
 
 
+def _baseline(dtype: str) -> str:
+    """The baseline a bench of `dtype` times every variant against (its column headed '% cupy.matmul')."""
+    return {"tf32": "cupy.matmul (TF32)", "e4m3": "torch._scaled_mm (per-tensor scales of 1, bf16 out)"}.get(
+        dtype, "cupy.matmul")
+
+
 def parser(prog: str = "python -m cugemm bench") -> argparse.ArgumentParser:
     p = Parser(prog=prog, description="Time cugemm variants against cupy.matmul "
                                 "(cuBLAS) on the same inputs, in the same run.")
@@ -69,7 +75,8 @@ def parser(prog: str = "python -m cugemm bench") -> argparse.ArgumentParser:
     p.add_argument("--shapes", help="explicit shapes instead of --m/--n/--k: MxNxK,MxNxK,...")
     p.add_argument("--max-size", type=positive_int, default=None, help="drop sweep shapes with a dimension over this")
     p.add_argument("--dtype", choices=sorted(DTYPES), default="f32",
-                   help="f32 (default), f16, bf16 or tf32 (fp32 inputs, TF32 tensor cores)")
+                   help="f32 (default), f16, bf16, tf32 (fp32 inputs, TF32 tensor cores) or e4m3 (the FP8 "
+                        "forms, unit scales, against torch._scaled_mm: needs torch)")
     p.add_argument("--variants", default=None, help="glob(s) over variant names, comma-separated; "
                    "'matmul' adds a row for cugemm.matmul (the front door)")
     p.add_argument("--warmup", type=non_negative_int, default=5, help="warm-up launches per variant (default 5)")
@@ -149,7 +156,7 @@ def main(argv=None, prog: str = "python -m cugemm bench") -> int:
         rows = bench_shape(M, N, K, args.dtype, timer=timer, check=not args.no_check, chosen=chosen)
         all_rows += rows
         print(f"\nM={M} N={N} K={K} {args.dtype}: median of up to {args.iters} runs, L2 flushed before each, "
-              f"baseline cupy.matmul{' (TF32)' if args.dtype == 'tf32' else ''}, timed alternating with each "
+              f"baseline {_baseline(args.dtype)}, timed alternating with each "
               "variant; * = best ratio")
         print(format_table(rows, markdown=args.markdown))
         sys.stdout.flush()

@@ -16,8 +16,13 @@ from .timing import Timer
 # --dtype: (input type, math type). tf32 runs float32 inputs through TF32 tensor-core variants,
 # against cupy.matmul with CUPY_TF32=1 (which CuPy reads once, at import: the CLI re-executes itself
 # with it set). f32's baseline is plain FP32 cupy.matmul; bf16's is cupy.matmul on bfloat16 arrays.
+# e4m3: the FP8 family's e4m3 x e4m3 forms (unit scales: the product of the 8-bit values) against
+# torch._scaled_mm (cuBLASLt, per-tensor scales of 1, bf16 out, its default promoted accumulation):
+# cupy.matmul has no 8-bit types, so this baseline needs torch.
 DTYPES = {"f32": ("float32", "float32"), "f16": ("float16", "float16"),
-          "bf16": ("bfloat16", "bfloat16"), "tf32": ("float32", "tfloat32")}
+          "bf16": ("bfloat16", "bfloat16"), "tf32": ("float32", "tfloat32"),
+          "e4m3": ("float8_e4m3fn", "float8_e4m3fn")}
+FP8_BASELINE = "torch._scaled_mm"
 
 
 class Status(str, enum.Enum):
@@ -232,7 +237,8 @@ def chosen_variants(dtype: str, pattern: str | None = None):
     rest = ",".join(g for g in globs if g not in ("matmul", MATMUL))
     if front and not rest:
         return front
-    return front + variants(rest or None, dtype=dtype_in, math_dtype=math_dtype)
+    found = variants(rest or None, dtype=dtype_in, math_dtype=math_dtype)
+    return front + [v for v in found if v.dt_b.name == dtype_in]  # B of A's type (e4m3 x e4m3)
 
 
 def bench_shape(M: int, N: int, K: int, dtype: str = "f32", pattern: str | None = None,
@@ -259,8 +265,22 @@ def bench_shape(M: int, N: int, K: int, dtype: str = "f32", pattern: str | None 
     operands = {("row", "row"): (a, b)}
     rows: list[Row] = []
 
-    def base_fn(out):
-        cupy.matmul(a, b, out=out)
+    base_dtype = dtype_in
+    if dtype != "e4m3":
+        def base_fn(out):
+            cupy.matmul(a, b, out=out)
+    else:  # torch._scaled_mm on the same bytes (B column-major, as it asks), bf16 out
+        import torch
+
+        def tview(x, dt):
+            return torch.from_dlpack(x.view(cupy.uint8)).view(dt)
+
+        ta, tb = tview(a, torch.float8_e4m3fn), tview(testing.fortran(b), torch.float8_e4m3fn)
+        one = torch.ones((), device=ta.device)
+        base_dtype = "bfloat16"
+
+        def base_fn(out):
+            torch._scaled_mm(ta, tb, one, one, out_dtype=torch.bfloat16, out=tview(out, torch.bfloat16))
 
     def row(name, fn, dtype_out, dtype_acc, layout="row", baseline=False):
         out = testing.poisoned((M, N), dtype_out, layout)
@@ -277,7 +297,7 @@ def bench_shape(M: int, N: int, K: int, dtype: str = "f32", pattern: str | None 
                 t = timer.measure(lambda: fn(out))
                 r.pct = 100.0
             else:  # alternating with cupy.matmul: both see the same clock history
-                base_out = testing.poisoned((M, N), dtype_in)
+                base_out = testing.poisoned((M, N), base_dtype)
                 t, tb = timer.measure_pair(lambda: fn(out), lambda: base_fn(base_out))
                 r.pct = 100.0 * tb["median"] / t["median"]
             r.ms, r.p20_ms, r.p80_ms = t["median"], t["p20"], t["p80"]
@@ -287,7 +307,7 @@ def bench_shape(M: int, N: int, K: int, dtype: str = "f32", pattern: str | None 
             r.status, r.detail = Status.ERROR, f"{type(e).__name__}: {msg}"[:160]
         rows.append(r)
 
-    row("cupy.matmul", base_fn, dtype_in, "float32", baseline=True)
+    row(FP8_BASELINE if dtype == "e4m3" else "cupy.matmul", base_fn, base_dtype, "float32", baseline=True)
     for v in (chosen if chosen is not None else chosen_variants(dtype, pattern)):
         if v == MATMUL:
             from .. import matmul
@@ -302,8 +322,8 @@ def bench_shape(M: int, N: int, K: int, dtype: str = "f32", pattern: str | None 
             continue
         lay = (v.a_layout, v.b_layout)
         if lay not in operands:  # the same values, laid out as the variant reads them
-            operands[lay] = (cupy.asfortranarray(a) if lay[0] == "col" else a,
-                             cupy.asfortranarray(b) if lay[1] == "col" else b)
+            operands[lay] = (testing.fortran(a) if lay[0] == "col" else a,
+                             testing.fortran(b) if lay[1] == "col" else b)
         va, vb = operands[lay]
         row(v.name, lambda out, v=v, va=va, vb=vb: run(v, va, vb, out), v.dtype_out, v.dtype_acc,
             layout=v.layout)
