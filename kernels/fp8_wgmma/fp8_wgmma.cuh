@@ -127,22 +127,52 @@ CUGEMM_DEVICE void prefetch_epilogue(const float* rows, const float* cols, const
 // tensor's, or with per-row scales s * scale_a[row + 8h]); cs: per-column scales (N floats, or
 // null: 1); bias: N floats added after the scales, or null. Columns >= N read nothing (they are
 // never stored). Done per box, so that only one box's column scales are live in registers.
+// The columns' pair (n, n + 1) of a vector v (scales or bias): one 8-byte load where both lie
+// inside N and v is 8-byte aligned (ALIGNED: the caller checked it once), else bounded loads.
+template <bool ALIGNED>
+CUGEMM_DEVICE float2 pair_at(const float* __restrict__ v, int n, int N) {
+  if (ALIGNED && n + 1 < N) return *reinterpret_cast<const float2*>(v + n);
+  return make_float2(n < N ? v[n] : 0.f, n + 1 < N ? v[n + 1] : 0.f);
+}
+template <int JN, bool CS, bool BIAS, bool ALIGNED, int NACC>
+CUGEMM_DEVICE void scale_cols_as(float (&acc)[NACC], int j0, const float (&rs)[2], const float* __restrict__ cs,
+                                 const float* __restrict__ bias, int col, int N) {
+  float2 c[JN], b[JN];  // every load of the groups first, then the arithmetic
+#pragma unroll
+  for (int jj = 0; jj < JN; ++jj) {
+    const int n = col + 8 * (j0 + jj);
+    c[jj] = CS ? pair_at<ALIGNED>(cs, n, N) : make_float2(1.f, 1.f);
+    b[jj] = BIAS ? pair_at<ALIGNED>(bias, n, N) : make_float2(0.f, 0.f);
+  }
+#pragma unroll
+  for (int jj = 0; jj < JN; ++jj) {
+    const int j = j0 + jj;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      acc[4 * j + 2 * h] = fmaf(acc[4 * j + 2 * h], rs[h] * c[jj].x, b[jj].x);
+      acc[4 * j + 2 * h + 1] = fmaf(acc[4 * j + 2 * h + 1], rs[h] * c[jj].y, b[jj].y);
+    }
+  }
+}
+// One uniform branch picks the form (column scales or not, a bias or not, 8-byte aligned vectors
+// or not): each is straight-line code whose loads are all issued before the first multiply.
 template <int JN, int NACC>
 CUGEMM_DEVICE void scale_cols(float (&acc)[NACC], int j0, const float (&rs)[2], const float* __restrict__ cs,
                               const float* __restrict__ bias, int col, int N) {
-#pragma unroll
-  for (int jj = 0; jj < JN; ++jj) {
-    const int j = j0 + jj, n = col + 8 * j;
-    float c[2] = {1.f, 1.f}, bb[2] = {0.f, 0.f};
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      if (cs != nullptr) c[e] = n + e < N ? cs[n + e] : 0.f;
-      if (bias != nullptr) bb[e] = n + e < N ? bias[n + e] : 0.f;
+  const bool aligned = ((reinterpret_cast<size_t>(cs) | reinterpret_cast<size_t>(bias)) & 7) == 0;
+  if (cs != nullptr) {
+    if (bias != nullptr) {
+      if (aligned) scale_cols_as<JN, true, true, true>(acc, j0, rs, cs, bias, col, N);
+      else scale_cols_as<JN, true, true, false>(acc, j0, rs, cs, bias, col, N);
+    } else {
+      if (aligned) scale_cols_as<JN, true, false, true>(acc, j0, rs, cs, bias, col, N);
+      else scale_cols_as<JN, true, false, false>(acc, j0, rs, cs, bias, col, N);
     }
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) acc[4 * j + 2 * h + e] = fmaf(acc[4 * j + 2 * h + e], rs[h] * c[e], bb[e]);
+  } else if (bias != nullptr) {
+    if (aligned) scale_cols_as<JN, false, true, true>(acc, j0, rs, cs, bias, col, N);
+    else scale_cols_as<JN, false, true, false>(acc, j0, rs, cs, bias, col, N);
+  } else {
+    scale_cols_as<JN, false, false, true>(acc, j0, rs, cs, bias, col, N);
   }
 }
 
