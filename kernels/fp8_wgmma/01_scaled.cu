@@ -13,7 +13,7 @@
 //   N floats): C[m][n] = acc * scale_a[m] * scale_b[n], read in the epilogue (a null pointer: 1s).
 // Either: + bias[n] (N floats, or null) after the scale, then rounded to TC.
 // The accumulation stays in the wgmma accumulators over all of K (Hopper's FP8 tensor cores add
-// with fewer mantissa bits than fp32: docs/fp8_wgmma.md measures it; rung 3, 02_blockscaled.cu,
+// with fewer mantissa bits than fp32: docs/fp8_wgmma.md measures it; rung 3, 02_promoted.cu,
 // promotes every K-tile into fp32 registers).
 // Template parameters: BM (128), BN (128, 256), STAGES, GROUP (tile rows per raster band, in cluster
 //   tiles), CLUSTER_M (1, 2), ROW, TA, TB (fp8_e4m3, fp8_e5m2), TC (__nv_bfloat16, half, float).

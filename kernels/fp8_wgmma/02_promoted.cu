@@ -4,7 +4,7 @@
 //
 // What it adds over rungs 1-2 (01_scaled.cu), which sum all of K inside the tensor cores: Hopper's
 // FP8 wgmma adds its products into the accumulators with fewer mantissa bits than fp32, an error
-// that grows with K (docs/fp8_wgmma.md: 1.1e-3 against 1.0e-4 in fp32 out at K = 4096). Here a
+// that grows with K (docs/fp8_wgmma.md: 1.3e-3 against 1.3e-4 in fp32 out at K = 4096). Here a
 // K-tile's four wgmma m64nBNk32 overwrite a partial accumulator (scale-d = 0 on the first), the
 // consumer waits for them (wait_group 0), releases the stage and adds the partial into the fp32
 // total with FADD / FFMA: no more than 128 products ever sum inside the tensor cores.
@@ -12,9 +12,9 @@
 //   in rungs 1-2.
 // SCALE = 2 (block): a scale for every 1 x 128 block of A (row m, k values 128 kb .. 128 kb + 127:
 //   scale_a[m * sa_m + kb * sa_k]) and every 128 x 128 block of B (k block kb, columns 128 nb ..:
-//   scale_b[kb * sb_k + nb * sb_n]), any strides: total += partial * scale_a * scale_b, the two
-//   scales of block kb + 1 loaded while block kb's wgmmas run (their latency off the critical path).
-// The price: two sets of accumulators (BN <= 128) and a pipeline that drains every K-tile; the other
+//   scale_b[kb * sb_k + nb * sb_n]), any strides: total += partial * scale_a * scale_b, the scales
+//   loaded two K-tiles ahead into two register slots (K-tile j's in slot j % 2) and used in place.
+// The price: two sets of accumulators (BN <= 192) and a pipeline that drains every K-tile; the other
 // consumer warpgroup (BM = 128) keeps the tensor cores busy meanwhile. A K tail is zero-filled by the
 // copy engine (its block's scale multiplies zeros).
 // Producer, walk, clusters and epilogue (scales, bias, TMA stores) are rungs 1-2's (fp8_wgmma.cuh).
