@@ -218,6 +218,13 @@ def _finite(kind: str, s) -> bool:
     return bool(cupy.isfinite(s).all())
 
 
+def _check_finite(lib, kind: str, stream: int, sa, sb) -> None:
+    """ValueError when a scale is NaN or infinite (a device sync to read them), except while `stream`
+    captures a CUDA graph, where nothing can be read back."""
+    if not lib.capturing(stream) and not (_finite(kind, sa) and _finite(kind, sb)):
+        raise ValueError(f"{WHO}: a scale is NaN or infinite")
+
+
 # ---- the product -----------------------------------------------------------------------------------------
 def scaled_matmul(a, b, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=None, *, use_fast_accum=False,
                   variant=None, check_scales: bool = True, op=None):
@@ -243,8 +250,8 @@ def scaled_matmul(a, b, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=N
     if hit is not None:
         r, dev, shape = hit
         stream = lib.stream(dev)
-        if check_scales and not lib.capturing(stream) and not (_finite(kind, scale_a) and _finite(kind, scale_b)):
-            raise ValueError(f"{WHO}: a scale is NaN or infinite")
+        if check_scales:
+            _check_finite(lib, kind, stream, scale_a, scale_b)
         c = _empty(kind, shape, out_name, dev)
         r.launch(stream, lib.ptr(a), lib.ptr(b), lib.ptr(c), lib.ptr(scale_a), lib.ptr(scale_b), 0)
         return c
@@ -277,8 +284,8 @@ def scaled_matmul(a, b, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=N
         if O.dtype is None or O.dtype.name != out_name or tuple(O.shape) != shape:
             raise ValueError(f"{WHO}: out is {operand.dtype_name(O)} {tuple(O.shape)}; the product is {out_name} "
                              f"{shape}")
-    if check_scales and not lib.capturing(lib.stream(dev)) and not (_finite(kind, scale_a) and _finite(kind, scale_b)):
-        raise ValueError(f"{WHO}: a scale is NaN or infinite")
+    if check_scales:
+        _check_finite(lib, kind, lib.stream(dev), scale_a, scale_b)
     if max(M * K, N * K, M * N) > INT32_MAX:
         raise ValueError(f"{WHO}: a {M} x {K} x {N} product has a matrix of more than 2^31 - 1 elements")
     result = out if out is not None else _empty(kind, shape, out_name, dev)
@@ -357,13 +364,18 @@ def _dense_vector(kind: str, s, n: int):
     return flat
 
 
+def padded_cols(N: int, itemsize: int) -> int:
+    """The row length, in elements, of a result's buffer: N rounded up to 16 bytes (the kernel's TMA
+    stores; the fake implementation of the torch operator gives the same strides)."""
+    return cdiv(N * itemsize, LINE) * LINE // itemsize
+
+
 def _empty(kind: str, shape: tuple, name: str, dev: int):
     """A fresh result: row-major, its rows 16 bytes apart (a view of a buffer whose rows are padded
     to 16 bytes where N * itemsize is not a multiple of 16, as quantize_fp8's q: the kernel's TMA
     stores write it; a dense C of such an N is written by the kernel's own stores, slower)."""
     M, N = shape
-    size = dtypes.get(name).itemsize
-    Np = cdiv(N * size, LINE) * LINE // size
+    Np = padded_cols(N, dtypes.get(name).itemsize)
     if kind == "torch":
         torch = sys.modules["torch"]
         buf = torch.empty((M, Np), dtype=getattr(torch, name), device=torch.device("cuda", dev))

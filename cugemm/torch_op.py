@@ -285,8 +285,7 @@ def _scaled_fake(a, b, scale_a, scale_b, bias=None, out_dtype=None, use_fast_acc
     scaled.scale_mode(a.shape[0], b.shape[1], a.shape[1], tuple(scale_a.shape), tuple(scale_b.shape))
     dt = out_dtype or torch.bfloat16
     M, N = a.shape[0], b.shape[1]
-    size = torch.empty((), dtype=dt).element_size()
-    Np = -(-N * size // scaled.LINE) * scaled.LINE // size  # rows padded to 16 bytes, as the kernel's result
+    Np = scaled.padded_cols(N, torch.empty((), dtype=dt).element_size())  # the kernel's result's rows
     return a.new_empty_strided((M, N), (Np, 1), dtype=dt)
 
 
