@@ -77,14 +77,22 @@ def scale_mode(M: int, N: int, K: int, sa_shape: tuple, sb_shape: tuple) -> str:
 
 def choose(mode: str, M: int, N: int, K: int, ta: str, tb: str, out: str, sms: int, fast: bool = False) -> str:
     """The variant for a product: the rung of `mode` (fast: rungs 1-2, which sum K in the tensor
-    cores; block scales always promote) in the operands' and output's types, with its largest tiles
-    that make at least a round of the SMs, else its smallest (cugemm/families/fp8_wgmma.py's tile
-    lists: 64-row tiles, one consumer, for memory-bound products of few rows)."""
+    cores; block scales always promote) in the operands' and output's types. Rungs 1-2: their largest
+    tiles that make at least a round of the SMs, else their smallest. Rung 3: the tile of the least
+    estimated time, rounds of the SMs (a persistent block takes its tiles in turn) x a tile's work /
+    its rate (cugemm/families/fp8_wgmma.py: PROMOTED_RATES; 64-row tiles, one consumer, for products
+    of few rows)."""
     from .families import fp8_wgmma as fam
 
     fast = fast and mode != "block"
-    tiles = fam.FAST_TILES if fast else fam.PROMOTED_TILES
-    pick = next((t for t in tiles if cdiv(M, t[0]) * cdiv(N, t[1]) >= sms), tiles[-1])
+    if fast:
+        tiles = fam.FAST_TILES
+        pick = next((t for t in tiles if cdiv(M, t[0]) * cdiv(N, t[1]) >= sms), tiles[-1])
+    else:
+        def estimate(t):
+            return cdiv(cdiv(M, t[0]) * cdiv(N, t[1]), sms) * t[0] * t[1] / fam.PROMOTED_RATES[t[:2]]
+
+        pick = min(fam.PROMOTED_TILES, key=estimate)
     return fam.variant_name(mode + ("_fastacc" if fast else ""), *pick, ta, tb, out)
 
 

@@ -32,10 +32,14 @@
 #   grouped   grouped products in one launch: tests/test_gpu_grouped.py, then scripts/grouped_bench.py
 #             (MoE shapes against torch._grouped_mm; GROUPED_ARGS: its options), JSON to
 #             results/judge/grouped.json. Name it (with `SANITIZE='*_grouped*' ... sanitize grouped`)
+#   fp8       FP8 products: tests/test_gpu_fp8.py, then scripts/fp8_bench.py (cugemm.scaled_matmul against
+#             torch._scaled_mm in each scaling mode, accuracy, odd shapes; FP8_ARGS: its options), JSON to
+#             results/judge/fp8.json. Name it (with `SANITIZE='fp8_wgmma*' ... sanitize` for the sanitizers)
 #   eval      cugemm.matmul on the held-out evaluation set and its named lines (scripts/eval_set.py,
 #             f16 and bf16, flushed and back to back), JSON to results/eval/eval.json. Name it
 # Usage (repo root, on the device): bash scripts/device_check.sh [phase ...]
-#   (default: tests sanitize bench big sweeps repeat peak matmul; mma, tune, serving, ab and eval only when named,
+#   (default: tests sanitize bench big sweeps repeat peak matmul; mma, tune, serving, ab, batched, grouped, fp8
+#   and eval only when named,
 #   e.g. `bash scripts/device_check.sh serving`)
 # Logs, result JSON and plots are collected in one archive, $OUT/device_logs.tgz (or
 # ./device-out/device_logs.tgz), and summarised on stdout. Exit status 1 if a test, a sanitizer, a
@@ -245,6 +249,7 @@ judge_phase() {
 }
 has batched && judge_phase batched "${BATCHED_ARGS:-}"
 has grouped && judge_phase grouped "${GROUPED_ARGS:-}"
+has fp8 && judge_phase fp8 "${FP8_ARGS:-}"
 
 if has peak; then
   step "TF32 instruction ceilings"

@@ -52,6 +52,7 @@ def main():
     from triton.testing import do_bench
 
     import cugemm
+    from cugemm import scaled
 
     dev = torch.device("cuda")
     torch.manual_seed(0)
@@ -129,8 +130,14 @@ def main():
                 row[f"ratio {mode}"] = 100 * tf[f"cugemm {mode}"] / tf[f"torch {mode}"]
         if "cugemm block" in tf and "cugemm tensor" in tf:
             row["block / tensor"] = 100 * tf["cugemm block"] / tf["cugemm tensor"]
+        sms = torch.cuda.get_device_properties(dev).multi_processor_count
+        e4 = "float8_e4m3fn"
+        row["cugemm variants"] = {m: scaled.choose(m, M, N, K, e4, e4, "bfloat16", sms, fast)
+                                  for m, fast in (("tensor", False), ("row", False), ("block", False),
+                                                  ("tensor", True))}
         report["rows"].append(row)
         print(f"{M}x{N}x{K}: " + " | ".join(f"{k} {v:.0f}" for k, v in tf.items()))
+        print("   cugemm runs " + ", ".join(sorted(set(row["cugemm variants"].values()))))
         print("   " + " | ".join(f"{k} {v:.1f}%" for k, v in row.items() if k.startswith(("ratio", "block"))), flush=True)
 
     if not args.no_odd:

@@ -94,6 +94,34 @@ def test_threads_fit_the_register_file(reports):
         assert v.threads * r.registers <= 65536, f"{name}: one block needs more registers than an SM has"
 
 
+# one cubin per wgmma mainloop: the operand and output types change no wgmma group
+_TYPE_PARAMS = {"TA", "TB", "TC", "T", "TO"}
+WGMMA_LOOPS = sorted({(v.template, tuple(kv for kv in v.params if kv[0] not in _TYPE_PARAMS)): v.name
+                      for v in sorted(variants(), key=lambda v: v.name, reverse=True) if v.math == "wgmma"}.values())
+
+
+@pytest.mark.parametrize("name", WGMMA_LOOPS)
+def test_wgmma_groups_are_not_serialised(reports, name):
+    """ptxas serialises every wgmma of a kernel (a wait after each, "C7514: wgmma.mma_async
+    instructions are serialized", which NVRTC's log does not show) when it cannot prove that no
+    ordinary instruction touches the accumulators of one in flight, e.g. a partial sum read after a
+    wait_group 1 in a later trip of a loop than the one that issued it (kernels/fp8_wgmma/
+    02_promoted.cu). In the SASS each GMMA then ends its own group (gsb0): the kernels issue at least
+    two wgmmas per group, so at most half of them may."""
+    from cugemm import toolkit
+
+    if toolkit.find_tool("cuobjdump") is None or toolkit.find_tool("nvdisasm") is None:
+        pytest.skip("no cuobjdump / nvdisasm: in the CUDA toolkit or the test extra's wheels")
+    v = cugemm.get_variant(name)
+    r = reports[(name, "sm_90a")]
+    if isinstance(r, Exception):
+        pytest.fail(str(r))
+    gmma = [line for line in jit.disassemble(r.cubin).splitlines() if re.search(r"\b[HQI]GMMA\.", line)]
+    ends = sum("gsb0" in line for line in gmma)
+    assert gmma, f"{v.name}: no GMMA in the SASS"
+    assert 2 * ends <= len(gmma), f"{v.name}: {ends} of its {len(gmma)} GMMAs end a group: serialised by ptxas"
+
+
 def test_compile_error_carries_name_and_log(monkeypatch):
     v = cugemm.get_variant("sgemm_naive_f32")
     monkeypatch.setattr(jit, "source", lambda variant: "template <int A, int B> __global__ void "

@@ -30,15 +30,18 @@ OUTS = ("bfloat16", "float16", "float32")
 _SHORT = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2", "bfloat16": "", "float16": "_f16", "float32": "_f32"}
 _CTYPE = {"float8_e4m3fn": "cugemm_wgmma::fp8_e4m3", "float8_e5m2": "cugemm_wgmma::fp8_e5m2",
           "bfloat16": "__nv_bfloat16", "float16": "half", "float32": "float"}
-# (BM, BN, STAGES, CLUSTER_M, PIPE) of each rung, largest first: a rung's first tiles where they make
-# at least a round of the SMs, else the next (cugemm.scaled.choose). Rungs 1-2: 128 x 256 (n256
-# wgmmas: the least shared-memory traffic per product) or 128 x 128. Rung 3 holds two (PIPE: three)
-# sets of accumulators, so at most 128 x 192 (n192, the partial drained every K-tile while the other
-# consumer's wgmmas run), then 128 x 128 and 64 x 128 (one consumer, for products of few rows) with
-# PIPE (02_promoted.cu: two partials in turn). H100, 8192^3, tensor scales: 1177 / 1074 TFLOP/s
-# (128 x 192 / 128 x 128 PIPE; 1025 without PIPE; docs/fp8_wgmma.md).
-FAST_TILES = ((128, 256, 4, 2, False), (128, 128, 6, 1, False))
-PROMOTED_TILES = ((128, 192, 4, 2, False), (128, 128, 6, 2, True), (64, 128, 8, 2, True))
+# (BM, BN, STAGES, CLUSTER_M, PIPE) of each rung, largest first. Rungs 1-2: 128 x 256 (n256 wgmmas:
+# the least shared-memory traffic per product) where its tiles make at least a round of the SMs, else
+# 128 x 128 (cugemm.scaled.choose). Rung 3 holds two (PIPE > 1: three) sets of accumulators, so at
+# most 128 x 192 (n192, the partial drained every K-tile while the other consumer's wgmmas run), then
+# 128 x 128 and 64 x 128 (one consumer, for products of few rows), both with PIPE = 4: trips of four
+# K-tiles pipelined inside (02_promoted.cu). PIPE (the rung's template parameter) is not part of the name.
+FAST_TILES = ((128, 256, 4, 2, 1), (128, 128, 6, 1, 1))
+PROMOTED_TILES = ((128, 192, 4, 2, 1), (128, 128, 6, 2, 4), (64, 128, 8, 2, 4))
+# Rung 3's TFLOP/s per tile shape where its tiles fill whole rounds of the SMs (H100, per-tensor
+# scales, 4096^3 and 8192^3 with the last round's idle share taken out; docs/fp8_wgmma.md):
+# scaled.choose takes the tile of the least rounds x tile work / rate.
+PROMOTED_RATES = {(128, 192): 1260.0, (128, 128): 1230.0, (64, 128): 950.0}
 RUNG_DOC = {
     "tensor_fastacc": "rung 1: per-tensor scales (scale_a[0] * scale_b[0]) in the epilogue, K summed in the tensor cores",
     "row_fastacc": "rung 2: a scale per row of A and per column of B, read in the epilogue, K summed in the tensor cores",
@@ -69,7 +72,7 @@ def _variant(rung, bm, bn, stages, cluster, pipe, ta, tb, out) -> Variant:
         dtype_acc="float32", math="wgmma", b_layout="col", strided=True, align=16,
         multiple_of=(1, 1, 16), c_align=2 if out != "float32" else 4, archs=("sm_90a",), cluster=(cluster, 1, 1),
         seed="cugemm", grid_rule="persistent", args_rule="fp8_scaled" if fast else "fp8_promoted",
-        doc=f"{RUNG_DOC[rung]}; {bm}x{bn} tiles, {stages} stages{', two partials in turn' if pipe else ''}"
+        doc=f"{RUNG_DOC[rung]}; {bm}x{bn} tiles, {stages} stages{f', trips of {pipe} K-tiles pipelined inside' if pipe > 1 else ''}"
             f"{', clusters of 2 along M sharing B' if cluster == 2 else ''}; {_SHORT[ta]} x {_SHORT[tb]} -> {out}")
 
 

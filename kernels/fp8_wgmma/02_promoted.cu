@@ -18,11 +18,14 @@
 // consumer warpgroup (BM = 128) keeps the tensor cores busy meanwhile. A K tail is zero-filled by the
 // copy engine (its block's scale multiplies zeros).
 // Producer, walk, clusters and epilogue (scales, bias, TMA stores) are rungs 1-2's (fp8_wgmma.cuh).
-// PIPE: two partial sums in turn, K-tile kt issued into one while K-tile kt - 1 in the other is
-//   waited for and added (the tensor cores never drain between K-tiles; three sets of accumulators,
-//   BN <= 128); without it the other consumer warpgroup's wgmmas fill the drain.
+// PIPE > 1: the K loop runs in trips of PIPE K-tiles, two partial sums in turn inside a trip, K-tile
+//   kt issued into one while K-tile kt - 1 in the other is waited for (wait_group 1) and added, so the
+//   tensor cores drain once a trip instead of once a K-tile (three sets of accumulators, BN <= 128).
+//   A trip is straight-line code and ends drained: ptxas serialises every wgmma of a kernel in which a
+//   partial issued in one trip of a loop is read after a wait_group 1 in the next (the kernel's first
+//   form did that: 78% of 128 x 128's rate, docs/fp8_wgmma.md).
 // Template parameters: BM (64: one consumer warpgroup, 128: two), BN (64, 128, 192: a tile's columns
-//   lie in at most two 128-column blocks of B's scales), STAGES, GROUP, CLUSTER_M (1, 2), SCALE, PIPE,
+//   lie in at most two 128-column blocks of B's scales), STAGES, GROUP, CLUSTER_M (1, 2), SCALE, PIPE (1, 2, 4, 8),
 //   TA, TB, TC.
 // Launch: block = (128 + BM * 2, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1), dynamic
 //   shared memory fp8_wgmma_promoted_smem_bytes<...>; extra arguments: the maps and ldc of
@@ -31,10 +34,10 @@
 // Preconditions: 01_scaled.cu's.
 #include "fp8_wgmma.cuh"
 
-template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, int SCALE, bool PIPE, class TA, class TB, class TC>
+template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, int SCALE, int PIPE, class TA, class TB, class TC>
 __device__ constexpr int fp8_wgmma_promoted_smem_bytes = fp8_wgmma::Smem<BM, BN, STAGES>::BYTES;
 
-template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, int SCALE, bool PIPE, class TA, class TB, class TC>
+template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, int SCALE, int PIPE, class TA, class TB, class TC>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, 1)
     fp8_wgmma_promoted(const TA* __restrict__ a, const TB* __restrict__ b, TC* __restrict__ c, int M, int N,
                           int K, const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b,
@@ -45,9 +48,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   using S = Smem<BM, BN, STAGES>;
   constexpr int CONSUMERS = BM / 64;
   static_assert(BM == 64 || BM == 128, "one or two consumer warpgroups of 64 rows");
-  static_assert(BN == 64 || BN == 128 || BN == 192, "BN: two sets of accumulators (three with PIPE) in 232 registers");
+  static_assert(BN == 64 || BN == 128 || BN == 192, "BN: two sets of accumulators (three with PIPE > 1) in 232 registers");
   static_assert(SCALE >= 0 && SCALE <= 2, "SCALE: 0 per-tensor, 1 per-row / per-column, 2 block");
-  static_assert(!PIPE || BN <= 128, "PIPE: three sets of accumulators");
+  static_assert(PIPE == 1 || PIPE == 2 || PIPE == 4 || PIPE == 8, "PIPE: K-tiles per trip, a power of two up to 8");
+  static_assert(PIPE == 1 || BN <= 128, "PIPE > 1: three sets of accumulators");
   constexpr bool BLOCKS = SCALE == 2;
   static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 blocks along M");
   // registers: 128 x 40 + CONSUMERS x 128 x CONSUMER_REGS <= 65536
@@ -75,7 +79,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     grid_dependency_wait();  // the scales may come from the kernel before (a quantiser)
     // rungs 1-2's epilogue scale (per-tensor: one product; block scales: applied in the K loop)
     const float s = SCALE == 0 ? (scale_a != nullptr ? *scale_a : 1.f) * (scale_b != nullptr ? *scale_b : 1.f) : 1.f;
-    float total[BN / 2], part[BN / 2], part2[PIPE ? BN / 2 : 1];
+    float total[BN / 2], part[BN / 2], part2[BN / 2];  // part2: PIPE > 1 only
     Ring<STAGES> ring;
     int flip = 0;  // the staging box the next store takes
     for (int k = 0, t; (t = walk.nth(k, false)) < walk.count; ++k) {
@@ -147,64 +151,66 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       auto reload = [&](int kb, float (&slot)[4]) {
         if (BLOCKS && kb < num_kt) load_scales(kb, slot);
       };
-      if constexpr (!PIPE) {
-        // one partial: issue K-tile kt, wait for it, release its stage, promote it
-        auto step = [&](int kt, float (&slot)[4]) {
-          const int st = ring.stage;
-          mbarrier_wait(&full[st], ring.phase);
-          issue(part, st);
-          cugemm_wgmma::wait_group<0>();
-          cugemm_wgmma::fence_operands(part);
-          release_stage<CLUSTER_M>(&empty[st], tid);
-          ring.advance();
-          promote(part, slot);
-          reload(kt + 2, slot);
-        };
-        int kt = 0;
-        for (; kt + 1 < num_kt; kt += 2) {
-          step(kt, qa);
-          step(kt + 1, qb);
-        }
-        if (kt < num_kt) step(kt, qa);
-      } else {
-        // two partials in turn: K-tile kt is issued into one while K-tile kt - 1, in the other, is
-        // waited for (wait_group 1), released and promoted, so the tensor cores always hold this
-        // warpgroup's next K-tile while it adds the last one
-        int prev = ring.stage;  // the stage K-tile kt - 1 came from
+      // One trip of U K-tiles from K-tile kt (ODD: kt is odd), straight-line code: K-tile kt + u is
+      // issued into one partial while K-tile kt + u - 1, in the other, is waited for (wait_group 1),
+      // released and promoted, so the tensor cores always hold this warpgroup's next K-tile; the trip
+      // ends drained (wait_group 0). No wgmma group is in flight across the K loop's back edge:
+      // ptxas follows a wait_group 1 in straight-line code only, and a partial issued in one trip of
+      // a loop and read after a wait_group 1 in the next made it serialise every wgmma of the kernel
+      // (C7514; tests/test_compile.py checks the SASS of every wgmma kernel). U = 1: issue, wait, promote.
+      auto trip = [&](int kt, auto u_count, auto odd) {
+        constexpr int U = decltype(u_count)::value;
+        constexpr int ODD = decltype(odd)::value;
+        int prev = ring.stage;  // the stage of the K-tile in flight
         mbarrier_wait(&full[prev], ring.phase);
         issue(part, prev);
         ring.advance();
-        // issue K-tile kt into cur, then finish K-tile kt - 1 (in last, its scales in slot)
-        auto step = [&](float (&cur)[BN / 2], float (&last)[BN / 2], int kt, float (&slot)[4]) {
+#pragma unroll
+        for (int u = 1; u < U; ++u) {  // K-tile kt + u - 1 is in part (u odd) or part2 (u even)
           const int st = ring.stage;
           mbarrier_wait(&full[st], ring.phase);
-          issue(cur, st);
+          if (u & 1) {
+            issue(part2, st);
+          } else {
+            issue(part, st);
+          }
           cugemm_wgmma::wait_group<1>();
+          float(&last)[BN / 2] = (u & 1) ? part : part2;
+          float(&slot)[4] = ((u - 1 + ODD) & 1) ? qb : qa;
           cugemm_wgmma::fence_operands(last);
           release_stage<CLUSTER_M>(&empty[prev], tid);
           promote(last, slot);
-          reload(kt + 1, slot);
+          reload(kt + u + 1, slot);
           prev = st;
           ring.advance();
-        };
-        int kt = 1;
-        for (; kt + 1 < num_kt; kt += 2) {
-          step(part2, part, kt, qa);      // K-tile kt - 1 (even) in part, its scales in qa
-          step(part, part2, kt + 1, qb);
         }
-        const bool odd = kt < num_kt;  // one K-tile left: into part2
-        if (odd) step(part2, part, kt, qa);
         cugemm_wgmma::wait_group<0>();
-        if (odd) {
-          cugemm_wgmma::fence_operands(part2);
-          release_stage<CLUSTER_M>(&empty[prev], tid);
-          promote(part2, qb);
-        } else {
-          cugemm_wgmma::fence_operands(part);
-          release_stage<CLUSTER_M>(&empty[prev], tid);
-          promote(part, qa);
+        float(&last)[BN / 2] = (U & 1) ? part : part2;
+        float(&slot)[4] = ((U - 1 + ODD) & 1) ? qb : qa;
+        cugemm_wgmma::fence_operands(last);
+        release_stage<CLUSTER_M>(&empty[prev], tid);
+        promote(last, slot);
+        reload(kt + U + 1, slot);
+      };
+      using Even = hgemm_wgmma::Cols<0>;
+      using Odd = hgemm_wgmma::Cols<1>;
+      int kt = 0;
+      if constexpr (PIPE == 1) {  // two trips of one K-tile per loop trip: the scale slots alternate
+        for (; kt + 1 < num_kt; kt += 2) {
+          trip(kt, hgemm_wgmma::Cols<1>{}, Even{});
+          trip(kt + 1, hgemm_wgmma::Cols<1>{}, Odd{});
+        }
+      } else {
+        for (; kt + PIPE <= num_kt; kt += PIPE) trip(kt, hgemm_wgmma::Cols<PIPE>{}, Even{});
+        // the rest in trips of PIPE / 2, PIPE / 4, ... K-tiles (each starts at an even K-tile)
+        if constexpr (PIPE >= 8) {
+          if (kt + 4 <= num_kt) trip(kt, hgemm_wgmma::Cols<4>{}, Even{}), kt += 4;
+        }
+        if constexpr (PIPE >= 4) {
+          if (kt + 2 <= num_kt) trip(kt, hgemm_wgmma::Cols<2>{}, Even{}), kt += 2;
         }
       }
+      if (kt < num_kt) trip(kt, hgemm_wgmma::Cols<1>{}, Even{});
       float rs[2] = {s, s};  // the epilogue's row scales (per-row: scale_a's)
       if constexpr (SCALE == 1) {
 #pragma unroll
