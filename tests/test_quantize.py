@@ -247,3 +247,10 @@ def test_numpy_quantiser_zero_blocks_and_specials():
     assert q.shape == (0, 7) and s.shape == () and s == 1
     with pytest.raises(ValueError, match="2-D"):
         Q.quantize_fp8_numpy(np.zeros(5))
+
+
+def test_row_length_pads_to_128_bytes_only_where_rows_need_padding():
+    # 16-byte multiples stay dense (torch._scaled_mm reads them too); the rest are padded to 128 bytes,
+    # where TMA reads rows at full speed
+    assert [Q.row_length(c) for c in (16, 1040, 2048, 7168)] == [16, 1040, 2048, 7168]
+    assert [Q.row_length(c) for c in (1, 100, 129, 1023, 2049)] == [128, 128, 256, 1024, 2176]
