@@ -161,6 +161,16 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       auto trip = [&](int kt, auto u_count, auto odd) {
         constexpr int U = decltype(u_count)::value;
         constexpr int ODD = decltype(odd)::value;
+        // K-tile kt + j (in part for even j, part2 for odd j; its scales in slot (j + ODD) % 2), its
+        // group waited for: release its stage, promote it, load the scales of K-tile kt + j + 2
+        auto finish = [&](int j, int stage) {
+          float(&last)[BN / 2] = (j & 1) ? part2 : part;
+          float(&slot)[4] = ((j + ODD) & 1) ? qb : qa;
+          cugemm_wgmma::fence_operands(last);
+          release_stage<CLUSTER_M>(&empty[stage], tid);
+          promote(last, slot);
+          reload(kt + j + 2, slot);
+        };
         int prev = ring.stage;  // the stage of the K-tile in flight
         mbarrier_wait(&full[prev], ring.phase);
         issue(part, prev);
@@ -175,22 +185,12 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
             issue(part, st);
           }
           cugemm_wgmma::wait_group<1>();
-          float(&last)[BN / 2] = (u & 1) ? part : part2;
-          float(&slot)[4] = ((u - 1 + ODD) & 1) ? qb : qa;
-          cugemm_wgmma::fence_operands(last);
-          release_stage<CLUSTER_M>(&empty[prev], tid);
-          promote(last, slot);
-          reload(kt + u + 1, slot);
+          finish(u - 1, prev);
           prev = st;
           ring.advance();
         }
         cugemm_wgmma::wait_group<0>();
-        float(&last)[BN / 2] = (U & 1) ? part : part2;
-        float(&slot)[4] = ((U - 1 + ODD) & 1) ? qb : qa;
-        cugemm_wgmma::fence_operands(last);
-        release_stage<CLUSTER_M>(&empty[prev], tid);
-        promote(last, slot);
-        reload(kt + U + 1, slot);
+        finish(U - 1, prev);
       };
       using Even = hgemm_wgmma::Cols<0>;
       using Odd = hgemm_wgmma::Cols<1>;
