@@ -22,7 +22,7 @@ torch._scaled_mm asks for) in place when their rows are 16-byte aligned, and wri
 any row stride in place (TMA stores, or the consumers' own where C's rows are not 16-byte aligned);
 other layouts and K not a multiple of 16 in dense rows (zero padding, which adds nothing) go through
 copies, so shapes cuBLASLt refuses (4095 x 4097 x 1023) compute. Odd shapes cost their padding, not
-copies, when the rows are padded to 16 bytes: quantize_fp8 makes its q so, and a fresh result of
+copies, when the rows are padded (to 128-byte multiples, which TMA reads fastest): quantize_fp8 makes its q so, and a fresh result of
 such an N is a view of a buffer with padded rows (out= a dense C: the kernel's own stores, slower). Scales: a NaN or Inf scale raises
 ValueError before anything runs (check_scales=True reads them: one device sync; pass False to skip,
 e.g. inside a CUDA-graph capture, where a non-finite scale then gives non-finite results where it
@@ -36,7 +36,7 @@ import threading
 
 import numpy as np
 
-from . import dtypes, launch, operand, serve, tma_args
+from . import dtypes, launch, operand, quantize, serve, tma_args
 from .ints import cdiv
 from .prepared import BASES, BIAS, SCALE_A, SCALE_B, Prepared, sentinel
 from .prepared import A as _A
@@ -314,8 +314,8 @@ def scaled_matmul(a, b, scale_a, scale_b, out_dtype="bfloat16", bias=None, out=N
     elif mode == "block":
         strides = (SA.strides[0] // 4, SA.strides[1] // 4, SB.strides[0] // 4, SB.strides[1] // 4)
     # operands as the kernels read them: A's rows and B's columns (W's rows) 16-byte aligned (copies
-    # in rows of Kp bytes where not)
-    Kp = cdiv(K, LINE) * LINE
+    # in rows of Kp bytes where not: quantize_fp8's row length, 128-byte multiples, which TMA reads fastest)
+    Kp = quantize.row_length(K)
     a2, A2 = _k_major(kind, a, A, Kp, dev)
     bt = b.t() if kind == "torch" else b.T  # the N x K memory of W when b = W.T
     w, W = _k_major(kind, bt, operand.describe(bt, "B", WHO), Kp, dev)
