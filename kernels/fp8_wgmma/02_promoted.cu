@@ -79,6 +79,11 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     grid_dependency_wait();  // the scales may come from the kernel before (a quantiser)
     // rungs 1-2's epilogue scale (per-tensor: one product; block scales: applied in the K loop)
     const float s = SCALE == 0 ? (scale_a != nullptr ? *scale_a : 1.f) * (scale_b != nullptr ? *scale_b : 1.f) : 1.f;
+    // BLOCKS: a null scale pointer is read as fp8_wgmma::kUnitScale with strides 0 (loads, no branches)
+    const float* const sa_base = scale_a != nullptr ? scale_a : &kUnitScale;
+    const float* const sb_base = scale_b != nullptr ? scale_b : &kUnitScale;
+    const int sam = scale_a != nullptr ? sa_m : 0, sak = scale_a != nullptr ? sa_k : 0;
+    const int sbk = scale_b != nullptr ? sb_k : 0, sbn = scale_b != nullptr ? sb_n : 0;
     float total[BN / 2], part[BN / 2], part2[BN / 2];  // part2: PIPE > 1 only
     Ring<STAGES> ring;
     int flip = 0;  // the staging box the next store takes
@@ -92,16 +97,18 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       // of the one or two 128-column blocks the tile's columns lie in (columns bnd .. BN - 1 of the
       // tile in the second; a second block past N is read as the last one: never stored), k block by
       // k block
-      const float* const sa0 = scale_a + static_cast<size_t>(min(row, M - 1)) * sa_m;
-      const float* const sa1 = scale_a + static_cast<size_t>(min(row + 8, M - 1)) * sa_m;
+      const float* const sa0 = sa_base + static_cast<size_t>(min(row, M - 1)) * sam;
+      const float* const sa1 = sa_base + static_cast<size_t>(min(row + 8, M - 1)) * sam;
       const int nb0 = p.n0 / 128, bnd = 128 - p.n0 % 128;
-      const float* const sb0 = scale_b + static_cast<size_t>(nb0) * sb_n;
-      const float* const sb1 = scale_b + static_cast<size_t>(min(nb0 + 1, (N - 1) / 128)) * sb_n;
-      // the raw values {a0, a1, b0, b1}: their products are formed at the promotion (an instruction
-      // using a loaded value here would wait for the load)
+      const float* const sb0 = sb_base + static_cast<size_t>(nb0) * sbn;
+      const float* const sb1 = sb_base + static_cast<size_t>(min(nb0 + 1, (N - 1) / 128)) * sbn;
+      // the raw values {a0, a1, b0, b1} of k block kb (past the last: the last's, never used): their
+      // products are formed at the promotion (an instruction using a loaded value here would wait for
+      // the load). No branch: a branch around the loads splits a trip's straight-line code
       auto load_scales = [&](int kb, float (&to)[4]) {
-        if (scale_a != nullptr) to[0] = sa0[kb * sa_k], to[1] = sa1[kb * sa_k];
-        if (scale_b != nullptr) to[2] = sb0[kb * sb_k], to[3] = BN > 64 ? sb1[kb * sb_k] : to[2];
+        kb = min(kb, num_kt - 1);
+        to[0] = sa0[kb * sak], to[1] = sa1[kb * sak];
+        to[2] = sb0[kb * sbk], to[3] = BN > 64 ? sb1[kb * sbk] : to[2];
       };
       // the K-tile in stage st into acc (four wgmma m64nBNk32, the first overwriting)
       auto issue = [&](float (&acc)[BN / 2], int st) {
@@ -146,10 +153,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       float qa[4] = {1.f, 1.f, 1.f, 1.f}, qb[4] = {1.f, 1.f, 1.f, 1.f};
       if constexpr (BLOCKS) {
         load_scales(0, qa);
-        if (num_kt > 1) load_scales(1, qb);
+        load_scales(1, qb);
       }
       auto reload = [&](int kb, float (&slot)[4]) {
-        if (BLOCKS && kb < num_kt) load_scales(kb, slot);
+        if constexpr (BLOCKS) load_scales(kb, slot);
       };
       // One trip of U K-tiles from K-tile kt (ODD: kt is odd), straight-line code: K-tile kt + u is
       // issued into one partial while K-tile kt + u - 1, in the other, is waited for (wait_group 1),

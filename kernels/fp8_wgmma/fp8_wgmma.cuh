@@ -21,6 +21,9 @@
 
 namespace fp8_wgmma {
 
+// the scale a null scale pointer stands for (02_promoted.cu's block scales read it with strides 0)
+__device__ const float kUnitScale = 1.f;
+
 inline constexpr int BK = 128;          // k values (bytes) per K-tile and per row of a tile
 inline constexpr int ROW_BYTES = 128;   // one row of an A tile, one column of a B tile
 inline constexpr int BOX_BYTES = 64 * 128;  // one staging box of C: 64 rows of 128 bytes
