@@ -16,8 +16,8 @@ contenders, for
   torch bf16                    torch.matmul of the same values in bf16 (the anchor of the issue's table)
 Ratios: cugemm / torch of the same mode and accumulation. Odd shapes (4095x4097x1023, 1000x7777x2049)
 are timed beside their aligned neighbours (4096x4096x1024, 1000x7776x2048: multiples of 16) in
-cugemm's per-tensor mode, with the operands as cugemm.quantize_fp8 makes them (rows padded to 16
-bytes: read in place) and as dense rows of K bytes (copied with zero padding); torch refuses them. Accuracy (--accuracy, default on): relative Frobenius
+cugemm's per-tensor mode, with the operands as cugemm.quantize_fp8 makes them (rows padded to
+128-byte multiples: read in place) and as dense rows of K bytes (copied with zero padding); torch refuses them. Accuracy (--accuracy, default on): relative Frobenius
 error against the float64 product of the dequantised operands, cugemm and torch._scaled_mm on the same
 inputs, bf16 and fp32 out, per mode, and DeepGEMM's difference 1 - 2 sum(xy) / sum(x^2 + y^2) of the
 block mode's result against the bf16 product of the unquantised inputs. Inputs: normal values

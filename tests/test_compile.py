@@ -95,7 +95,7 @@ def test_threads_fit_the_register_file(reports):
 
 
 # one cubin per wgmma mainloop: the operand and output types change no wgmma group
-_TYPE_PARAMS = {"TA", "TB", "TC", "T", "TO"}
+_TYPE_PARAMS = {"TA", "TB", "TC", "T"}
 WGMMA_LOOPS = sorted({(v.template, tuple(kv for kv in v.params if kv[0] not in _TYPE_PARAMS)): v.name
                       for v in sorted(variants(), key=lambda v: v.name, reverse=True) if v.math == "wgmma"}.values())
 

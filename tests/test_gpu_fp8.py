@@ -155,7 +155,7 @@ def dense(q):
 @pytest.mark.parametrize("shape", [(128, 256, 256), (257, 130, 1023), (64, 200, 100)], ids=str)
 def test_operands_that_need_a_copy(shape):
     """A row-major (K, N) B, and operands of K % 16 != 0 in dense rows (quantize_fp8 pads its rows
-    to 16 bytes; these do not): copied with zero padding before the kernel reads them."""
+    to 128-byte multiples; these do not): copied with zero padding before the kernel reads them."""
     M, N, K = shape
     qa, b, sa, sb, ref = case(M, N, K, "block")
     c = cugemm.scaled_matmul(dense(qa), dense(b.t()).t(), sa, sb)  # dense rows of K bytes
