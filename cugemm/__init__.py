@@ -6,7 +6,7 @@
     c = cugemm.matmul(a, b)                                   # the fastest kernel that computes it
     c = cugemm.run("sgemm_t_8x8_sliced_k16_f32x4_bcf_dbuf", a, b)  # one named variant
 
-Public API: matmul, grouped_matmul, scaled_matmul, quantize_fp8, explain, tune, run, variants, get_variant,
+Public API: matmul, linear, gemm, grouped_matmul, scaled_matmul, quantize_fp8, explain, tune, run, variants, get_variant,
 compile, compile_plan, compile_source, Variant, CompileError, CompileReport, and the element types
 float32, tfloat32, float16, bfloat16, float8_e4m3fn, float8_e5m2.
 """
@@ -23,6 +23,7 @@ from .dtypes import FLOAT8_E4M3 as float8_e4m3fn
 from .dtypes import FLOAT8_E5M2 as float8_e5m2
 from .jit import CompileError, CompileReport, compile_source
 from .launch import run
+from . import fused as _fused
 from . import serve as _serve
 from .serve import explain
 from . import tuner as _tuner
@@ -31,7 +32,7 @@ from . import registry as _registry
 from .registry import get_variant, variants
 from .variant import Variant
 
-__all__ = ["matmul", "grouped_matmul", "scaled_matmul", "quantize_fp8", "explain", "tune", "run", "variants", "get_variant", "compile", "compile_plan", "compile_source", "warm_cache", "Variant",
+__all__ = ["matmul", "linear", "gemm", "grouped_matmul", "scaled_matmul", "quantize_fp8", "explain", "tune", "run", "variants", "get_variant", "compile", "compile_plan", "compile_source", "warm_cache", "Variant",
            "CompileError", "CompileReport", "float32", "tfloat32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
 from .version import __version__  # noqa: E402
 
@@ -130,6 +131,32 @@ def _grouped_op(a, b, ends, masked, allow_tf32=False):
 
 
 _serve.AUTOTUNE = _tuner.autotune  # CUGEMM_AUTOTUNE=1: a new shape bucket is timed on its first use
+
+
+def linear(x, weight, bias=None, activation=None, residual=None, *, aux: bool = False):
+    """act(x @ weight.T + bias) + residual in one kernel where one computes it (F.linear's layout:
+    x (..., K), weight (N, K), bias (N,), residual of the result's shape). activation: None,
+    'relu', 'gelu' (erf), 'gelu_tanh', 'silu'; aux=True also returns the pre-activation. CuPy
+    arrays or torch tensors (autograd, torch.compile, CUDA graphs). See cugemm/fused.py."""
+    return _fused.linear(x, weight, bias, activation, residual, aux=aux, op=_torch_linear)
+
+
+def gemm(a, b, c=None, alpha=1.0, beta=0.0, out=None):
+    """alpha * a @ b + beta * c with BLAS semantics (beta = 0 never reads c; out=c updates c in
+    place), the epilogue inside the GEMM kernel where one computes it. See cugemm/fused.py."""
+    return _fused.gemm(a, b, c, alpha, beta, out, op=_torch_gemm)
+
+
+def _torch_linear(*args):
+    from . import torch_op
+
+    return torch_op.linear(*args)
+
+
+def _torch_gemm(*args):
+    from . import torch_op
+
+    return torch_op.gemm(*args)
 
 
 def _torch_op(a, b, allow_tf32=False):

@@ -5,12 +5,14 @@ holds, so that a call it has seen before costs a few attribute writes and one dr
 ctypes storage once. An argument is one of
     np.int32                 4 bytes, fixed
     np.int64                 8 bytes, signed, fixed
+    np.float32               4 bytes, a float, fixed
     np.uint64 / int          8 bytes: an address, fixed unless it is a *slot* (below)
     cugemm.tma.TensorMap     its 128 bytes, copied; its global address is a slot when it points there
     a NumPy record array     its bytes passed by value (the relayout kernel's job table), fixed
 Slots are found by value: the caller builds the arguments with SENTINEL addresses (`sentinel(k)`
 for base k: A, B, C, the copy workspace, the split-K partials and counters, a grouped product's
-group ends, an FP8 product's scales of A and B and its bias), and every address at
+group ends, an FP8 product's scales of A and B and its bias, a fused epilogue's source and
+auxiliary output), and every address at
 sentinel(k) + offset becomes "base k + offset", rewritten by `launch(bases, stream)` before the
 driver call (cuLaunchKernelEx through ctypes, with programmatic dependent launch when `pdl`).
 
@@ -33,8 +35,8 @@ from . import pdl as _pdl
 
 SENTINEL_SHIFT = 40
 SENTINEL_SPAN = 1 << 36        # an offset from a base is below this
-A, B, C, WORK, PARTIALS, COUNTERS, GROUPS, SCALE_A, SCALE_B, BIAS = range(10)
-BASES = 10
+A, B, C, WORK, PARTIALS, COUNTERS, GROUPS, SCALE_A, SCALE_B, BIAS, SRC, AUX = range(12)
+BASES = 12
 
 
 def sentinel(k: int) -> int:
@@ -89,6 +91,8 @@ class Prepared:
                 obj = ctypes.c_int32(int(x))
             elif isinstance(x, np.int64):  # a signed 64-bit value (a stride), fixed
                 obj = ctypes.c_int64(int(x))
+            elif isinstance(x, np.float32):  # a float (an epilogue's alpha or beta), fixed
+                obj = ctypes.c_float(float(x))
             elif isinstance(x, (np.uint64, int)) and not isinstance(x, bool):
                 obj = ctypes.c_uint64(int(x))
                 hit = _slot_of(int(x))

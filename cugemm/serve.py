@@ -260,7 +260,7 @@ class Ready:
 
     __slots__ = ("plan", "stage", "relay", "gemm", "need", "fast", "direct", "dev")
 
-    def __init__(self, plan: select.Plan, A, B, C, dev: int):
+    def __init__(self, plan: select.Plan, A, B, C, dev: int, epilogue: tuple | None = None):
         v = plan.variant
         Mp, Np, Kp = plan.dims
         state = launch.loaded(v, dev)
@@ -275,6 +275,8 @@ class Ready:
         work = workspace.Work(sentinel(PARTIALS), sentinel(COUNTERS)) if self.need is not None else None
         args = (np.uint64(Ak.ptr), np.uint64(Bk.ptr), np.uint64(Ck.ptr), np.int32(Mp), np.int32(Np), np.int32(Kp))
         args += v.extra_args(Ak, Bk, Ck, Mp, Np, Kp, raw=True, work=work, dev=info)
+        if epilogue is not None:  # a fused epilogue's arguments (cugemm.epilogue) end the launch's
+            args = args[:-len(epilogue)] + tuple(epilogue)
         relays = stage is not None and stage.fn is not None
         pdl = relays and not stage.by_array and v.pdl and os.environ.get("CUGEMM_PDL", "1") != "0"
         self.gemm = Prepared(fn.kernel.ptr, launch.grid_of(v, Mp, Np, Kp, state), v.block, v.smem_dynamic, args, pdl)
@@ -296,11 +298,15 @@ class Ready:
             return
         self.run(lib, stream, a_ptr, b_ptr, c_ptr, a, b, out)
 
-    def run(self, lib, stream: int, a_ptr: int, b_ptr: int, c_ptr: int, a=None, b=None, out=None) -> None:
+    def run(self, lib, stream: int, a_ptr: int, b_ptr: int, c_ptr: int, a=None, b=None, out=None,
+            extra=()) -> None:
         """One product on `stream`: the copies, the GEMM, the copy of C back. a, b, out: the arrays
-        (needed only when not `fast`)."""
+        (needed only when not `fast`); extra: (base, address) pairs of the other bases the launch
+        reads (a fused epilogue's vectors, cugemm.epilogue)."""
         bases = [0] * BASES
         bases[_A], bases[_B], bases[_C] = a_ptr, b_ptr, c_ptr
+        for k, ptr in extra:
+            bases[k] = ptr
         keep = []
         if self.stage is not None:
             owner, bases[WORK] = lib.buffer(self.stage.nbytes, self.dev)

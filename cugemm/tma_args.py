@@ -228,13 +228,27 @@ ab_args = cached_args(maps_ab)  # the args_fn of maps_ab, one cache for every ke
 _persistent_maps = cached_args(maps_persistent)
 
 
-def persistent_args(v, A, B, C, M, N, K, raw=False, work=None, dev=None, groups=(0, 0)):
+def epilogue_args(bias=0, src=0, aux=0, alpha=1.0, beta=0.0, ld_src=0, ld_aux=0) -> tuple:
+    """The seven epilogue arguments that end a persistent launch (kernels/lib/epilogue.cuh, Args):
+    addresses of the bias, the source S and the auxiliary output, alpha, beta and the row strides
+    (elements) of S and AUX. The defaults are what a launch without a fused epilogue passes."""
+    return (np.uint64(bias), np.uint64(src), np.uint64(aux), np.float32(alpha), np.float32(beta),
+            np.int32(ld_src), np.int32(ld_aux))
+
+
+_NO_EPILOGUE = epilogue_args()
+EPILOGUE_ARGS = len(_NO_EPILOGUE)  # a persistent launch's last arguments (cugemm.epilogue replaces them)
+
+
+def persistent_args(v, A, B, C, M, N, K, raw=False, work=None, dev=None, groups=(0, 0), epilogue=None):
     """The persistent rungs' arguments: maps_persistent's (cached), then the address of the dynamic
     walk's two counters (the batched forms without clusters: work.counters, cugemm.workspace; 0 for
     every other form, whose walk is static), then `groups`: the GROUPED forms' (address of the
-    groups' ends, masked_m) (cugemm.grouped; (0, 0): one group of all M rows, as cugemm.run runs one)."""
+    groups' ends, masked_m) (cugemm.grouped; (0, 0): one group of all M rows, as cugemm.run runs one),
+    then the fused epilogue's arguments (`epilogue`: epilogue_args(...); None: no epilogue)."""
     return _persistent_maps(v, A, B, C, M, N, K, raw=raw) + (
-        np.uint64(work.counters if work is not None else 0), np.uint64(groups[0]), np.int32(groups[1]))
+        np.uint64(work.counters if work is not None else 0), np.uint64(groups[0]), np.int32(groups[1])) + (
+        epilogue if epilogue is not None else _NO_EPILOGUE)
 
 
 # ---- the FP8 rungs (kernels/fp8_wgmma/) ----------------------------------------------------------

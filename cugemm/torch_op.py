@@ -10,6 +10,10 @@ kernel (cugemm.serve.torch_matmul on torch's current stream), a fake implementat
 errors only: torch.compile, export, meta tensors) and an autograd formula whose two products are
 this operator again (so the backward pass runs cugemm too, and double backward works).
 
+`cugemm::linear(...)` and `cugemm::gemm(...)` (LINEAR_SCHEMA, GEMM_SCHEMA) are cugemm.linear and
+cugemm.gemm (cugemm.fused): CUDA kernels, fake implementations, autograd (linear's activation
+gradient from the pre-activation it keeps, its bias gradient; gemm's alpha- and beta-scaled ones).
+
 `cugemm::grouped_matmul(Tensor a, Tensor b, Tensor ends, bool masked=False, bool allow_tf32=False) -> Tensor` is
 cugemm.grouped_matmul (cugemm.grouped) for torch.compile and autograd: CUDA kernel, fake
 implementation and a backward (_grouped_backward: dA by the grouped kernel, dB per group; the
@@ -57,6 +61,13 @@ GROUPED_SCHEMA = "grouped_matmul(Tensor a, Tensor b, Tensor ends, bool masked=Fa
 SCALED_QUALNAME = "cugemm::scaled_matmul"
 SCALED_SCHEMA = ("scaled_matmul(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None, "
                  "ScalarType? out_dtype=None, bool use_fast_accum=False) -> Tensor")
+# cugemm.linear and cugemm.gemm (cugemm.fused: a product and its epilogue in one kernel). linear's
+# second result is the pre-activation when keep_pre (what its backward pass reads), else empty.
+LINEAR_QUALNAME = "cugemm::linear"
+LINEAR_SCHEMA = ("linear(Tensor x, Tensor weight, Tensor? bias=None, str? activation=None, Tensor? residual=None, "
+                 "bool keep_pre=False) -> (Tensor, Tensor)")
+GEMM_QUALNAME = "cugemm::gemm"
+GEMM_SCHEMA = "gemm(Tensor a, Tensor b, Tensor? c=None, float alpha=1.0, float beta=0.0) -> Tensor"
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 _LIB = globals().get("_LIB")            # the Library holding the registrations (survives reload)
@@ -198,6 +209,108 @@ def _backward(ctx, grad):
     return ga, gb, None
 
 
+# ---- linear and gemm (cugemm.fused) -------------------------------------------------------------------
+def _linear_cuda(x, weight, bias=None, activation=None, residual=None, keep_pre=False):
+    from . import fused
+
+    y, pre = fused.linear_impl(serve.library("torch"), x, weight, bias, activation, residual, keep_pre)
+    return y, (pre if pre is not None else x.new_empty(0))
+
+
+def _linear_fake(x, weight, bias=None, activation=None, residual=None, keep_pre=False):
+    from . import epilogue, fused
+
+    epilogue.activation_name(activation)
+    shape = fused.linear_shapes(x.shape, weight.shape, None if bias is None else bias.shape,
+                                None if residual is None else residual.shape)
+    y = x.new_empty(shape)
+    return y, (x.new_empty(shape) if keep_pre and activation is not None else x.new_empty(0))
+
+
+def _linear_setup_context(ctx, inputs, output):
+    x, weight, bias, activation, residual, keep_pre = inputs
+    ctx.activation = activation
+    ctx.has_bias, ctx.has_residual = bias is not None, residual is not None
+    ctx.save_for_backward(x, weight, output[1] if activation is not None else None)
+
+
+def activation_grad(pre, activation):
+    """d act / d pre at `pre` (float32): the formulas of kernels/lib/epilogue.cuh differentiated."""
+    x = pre.float()
+    if activation == "relu":
+        return (x > 0).float()
+    if activation == "gelu":
+        return 0.5 * (1.0 + torch.erf(x * 0.7071067811865476)) + x * torch.exp(-0.5 * x * x) * 0.3989422804014327
+    if activation == "gelu_tanh":
+        c = 0.7978845608028654
+        t = torch.tanh(c * (x + 0.044715 * x ** 3))
+        return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * x * x)
+    if activation == "silu":
+        sg = torch.sigmoid(x)
+        return sg * (1.0 + x * (1.0 - sg))
+    raise ValueError(activation)
+
+
+def _linear_backward(ctx, grad_y, grad_pre):
+    """dx = g W, dW = g^T x, db = sum of g's rows, d residual = dy, with g = dy * act'(pre) (+ d pre
+    where the pre-activation was used)."""
+    x, weight, pre = ctx.saved_tensors
+    N, K = weight.shape
+    g = grad_y
+    if ctx.activation is not None:
+        g = (grad_y.float() * activation_grad(pre, ctx.activation))
+        if grad_pre is not None and grad_pre.numel():
+            g = g + grad_pre.float()
+        g = g.to(grad_y.dtype)
+    g2 = _dense(g).reshape(-1, N)
+    need = ctx.needs_input_grad
+    gx = matmul(g2, weight).reshape(x.shape) if need[0] else None
+    gw = matmul(g2.mT, x.reshape(-1, K)) if need[1] else None
+    gb = g2.float().sum(0).to(g2.dtype) if ctx.has_bias and need[2] else None
+    gr = grad_y if ctx.has_residual and need[4] else None
+    return gx, gw, gb, None, gr, None
+
+
+def _gemm_cuda(a, b, c=None, alpha=1.0, beta=0.0):
+    from . import fused
+
+    return fused.gemm_impl(serve.library("torch"), a, b, c, alpha, beta)
+
+
+def _gemm_fake(a, b, c=None, alpha=1.0, beta=0.0):
+    from . import fused
+
+    return a.new_empty(fused.gemm_shapes(a.shape, b.shape, None if c is None else c.shape))
+
+
+def _gemm_setup_context(ctx, inputs, output):
+    a, b, c, alpha, beta = inputs
+    ctx.alpha, ctx.beta = alpha, beta
+    ctx.save_for_backward(a, b)
+
+
+def _gemm_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    g = _dense(grad)
+    ga = gemm(g, b.mT, None, ctx.alpha, 0.0) if need[0] else None
+    gb = gemm(a.mT, g, None, ctx.alpha, 0.0) if need[1] else None
+    gc = (grad * ctx.beta) if need[2] else None
+    return ga, gb, gc, None, None
+
+
+def linear(x, weight, bias=None, activation=None, residual=None, keep_pre=False):
+    """cugemm.linear through torch.ops.cugemm.linear: (y, pre or an empty tensor)."""
+    register()
+    return torch.ops.cugemm.linear.default(x, weight, bias, activation, residual, keep_pre)
+
+
+def gemm(a, b, c=None, alpha=1.0, beta=0.0):
+    """cugemm.gemm through torch.ops.cugemm.gemm."""
+    register()
+    return torch.ops.cugemm.gemm.default(a, b, c, float(alpha), float(beta))
+
+
 # ---- registration -----------------------------------------------------------------------------------
 def _defined(qualname: str = QUALNAME) -> bool:
     try:
@@ -236,6 +349,16 @@ def register():
                 lib.define(SCALED_SCHEMA, tags=(torch.Tag.pt2_compliant_tag,))
                 lib.impl("scaled_matmul", _scaled_cuda, "CUDA")
                 torch.library.register_fake(SCALED_QUALNAME, _scaled_fake, lib=lib)
+                lib.define(LINEAR_SCHEMA, tags=(torch.Tag.pt2_compliant_tag,))
+                lib.impl("linear", _linear_cuda, "CUDA")
+                torch.library.register_fake(LINEAR_QUALNAME, _linear_fake, lib=lib)
+                torch.library.register_autograd(LINEAR_QUALNAME, _linear_backward,
+                                                setup_context=_linear_setup_context, lib=lib)
+                lib.define(GEMM_SCHEMA, tags=(torch.Tag.pt2_compliant_tag,))
+                lib.impl("gemm", _gemm_cuda, "CUDA")
+                torch.library.register_fake(GEMM_QUALNAME, _gemm_fake, lib=lib)
+                torch.library.register_autograd(GEMM_QUALNAME, _gemm_backward, setup_context=_gemm_setup_context,
+                                                lib=lib)
                 _LIB = lib
             _GROUPED_OP = torch.ops.cugemm.grouped_matmul.default
             _OP = torch.ops.cugemm.matmul.default

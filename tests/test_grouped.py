@@ -89,7 +89,8 @@ def test_grouped_maps_and_arguments(fake_encode):
     assert (mc.spec.rows, mc.spec.cols, mc.spec.box) == (M, N, (64, 64))
     assert ma.spec.depth == mc.spec.depth == 0  # 2-D maps
     assert tuple(int(x) for x in args[3:8]) == (G, 1, 1, 1, G)
-    assert tuple(int(x) for x in args[8:]) == (0, 0x1234500, 300)
+    assert tuple(int(x) for x in args[8:11]) == (0, 0x1234500, 300)
+    assert args[11:] == tma_args.epilogue_args()  # no fused epilogue
 
 
 def test_tf32_grouped_maps_and_arguments(fake_encode):

@@ -342,14 +342,15 @@ def test_maps_of_each_form(fake_encode, suffix):
     args = v.extra_args(A, B, C, M, N, K)
     sa, sb, sc = (x[1] for x in args[:3])
     # one product (the batched form's count, divs and mods), no counters, no group ends (masked_m 0)
-    assert args[3:] == (1, 1, 1, 1, 1, 0, 0, 0)
+    assert args[3:11] == (1, 1, 1, 1, 1, 0, 0, 0)
+    assert args[11:] == tma_args.epilogue_args()  # no fused epilogue: zero addresses, alpha 1, beta 0
     assert (sa.rows, sa.cols, sa.row_stride, sa.box) == ((K, M, 8192, (64, 64)) if a_col else
                                                          (M, K, 2048, (64, 128)))
     assert (sb.rows, sb.cols, sb.row_stride, sb.box) == ((N, K, 2048, (64, 64)) if b_col else
                                                          (K, N, 8208, (64, 64)))
     assert (sc.rows, sc.cols, sc.row_stride, sc.box) == (M, N, 8208, (64, 64))
     again = v.extra_args(A, B, C, M, N, K)  # the maps remembered per (operands, shape)
-    assert all(x is y for x, y in zip(again[:-3], args[:-3])) and again[-3:] == args[-3:] == (0, 0, 0)
+    assert all(x is y for x, y in zip(again[:-10], args[:-10])) and again[-10:-7] == args[-10:-7] == (0, 0, 0)
 
 
 @pytest.mark.parametrize("bn", sorted(TILE_FORMS))

@@ -76,7 +76,9 @@
 // Template parameters: BM (128, 192), BN (64, 128, 192, 256; fitted: 48, 80, 112, 144, 160, 208, 224; with
 //   BM = 192: 144, 160), STAGES, GROUP (tile rows per raster
 //   band, in cluster tiles), CLUSTER_M (1, 2), TMA_STORE, ANY_C, A_COL, B_COL, NARROW_EDGE, BATCHED,
-//   GROUPS (0, or GROUPED's table length), EPI_BOXES (2-8: TMA_STORE's staging boxes per consumer), T.
+//   GROUPS (0, or GROUPED's table length), EPI_BOXES (2-8: TMA_STORE's staging boxes per consumer), T,
+//   EPI (lib/epilogue.cuh: None, or a Fused<...> epilogue applied to each panel's accumulators before
+//   it is staged; the 2-D TMA-store forms with two consumers, FITTED's register-stored columns too).
 //   BK = 64.
 // Launch: block = (128 + 2 BM, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1); dynamic
 //   shared memory hgemm_wgmma_persistent_smem_bytes<...> (PersistentSmem); extra arguments: maps of A
@@ -84,13 +86,15 @@
 //   fitted: {64, BN / CLUSTER_M}) and C (box {64, 64}), 128-byte swizzled; ANY_C: C's row stride (int,
 //   elements) instead of C's map; then batches, a_div, a_mod, b_div, b_mod (all 1 when not BATCHED;
 //   then `tiles`, two zeroed uint32 counters for the dynamic walk (null but for BATCHED without clusters);
-//   then group_ends and masked_m (null and 0 but for GROUPED);
+//   then group_ends and masked_m (null and 0 but for GROUPED); then the epilogue's bias, src, aux,
+//   alpha, beta, ld_src, ld_aux (epilogue::Args; ignored where EPI is None: cugemm passes 0s and 1, 0);
 //   BATCHED: 3-D maps, boxes one matrix deep, and a grid of min(batches * tiles, SMs) blocks;
 //   GROUPED: 2-D maps of A and C, and a grid of at most (ceil(M / BM) + batches) * ceil(N / BN) blocks).
 // Preconditions: leading dimensions of A, B and C multiples of 16 bytes (dense: K % 8 == 0, N % 8 ==
 //   0), a, b, c 16-byte aligned (ANY_C: c and its row stride 2-byte aligned, any N; TMA-store forms:
 //   N % 8 == 0, a TMA store writes a row's last 16-byte piece whole); M * N, M * K, K * N < 2^31.
 #include "../lib/barrier.cuh"
+#include "../lib/epilogue.cuh"
 #include "../lib/raster.cuh"
 #include "../lib/swizzle.cuh"
 #include "../lib/tma.cuh"
@@ -104,7 +108,8 @@ using PersistentSmem =
                           (TMA_STORE ? EPI_BOXES * (BM / 64) * hgemm_wgmma::BOX_BYTES : 0) +
                               (ANY_C ? 2 * (BN / 64) * hgemm_wgmma::BOX_BYTES : 0)>;
 template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL,
-          bool B_COL, bool NARROW_EDGE, bool BATCHED, int GROUPS, int EPI_BOXES, class T>
+          bool B_COL, bool NARROW_EDGE, bool BATCHED, int GROUPS, int EPI_BOXES, class T,
+          class EPI = epilogue::None>
 __device__ constexpr int hgemm_wgmma_persistent_smem_bytes =
     PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C, EPI_BOXES>::BYTES;
 
@@ -125,14 +130,17 @@ struct PersistentCParam<true> {
 };
 
 template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL,
-          bool B_COL, bool NARROW_EDGE, bool BATCHED, int GROUPS, int EPI_BOXES, class T>
+          bool B_COL, bool NARROW_EDGE, bool BATCHED, int GROUPS, int EPI_BOXES, class T,
+          class EPI = epilogue::None>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, 1)
     hgemm_wgmma_persistent(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N,
                            int K, const __grid_constant__ TensorMap tmap_a,
                            const __grid_constant__ TensorMap tmap_b,
                            const __grid_constant__ typename PersistentCParam<ANY_C>::type c_param, int batches,
                            int a_div, int a_mod, int b_div, int b_mod, unsigned* __restrict__ tiles,
-                           const int* __restrict__ group_ends, int masked_m) {
+                           const int* __restrict__ group_ends, int masked_m, const void* ep_bias,
+                           const void* ep_src, void* ep_aux, float ep_alpha, float ep_beta, int ep_ld_src,
+                           int ep_ld_aux) {
   using namespace hgemm_wgmma;
   using Smem = PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C, EPI_BOXES>;
   constexpr int CONSUMERS = BM / 64;  // consumer warpgroups, one 64-row slab each
@@ -167,6 +175,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   static_assert(!GROUPED || (BATCHED && CLUSTER_M == 1 && !A_COL),
                 "groups: the batched form's B and dynamic walk; A's rows, without clusters");
   constexpr bool MAPS_3D = BATCHED && !GROUPED;  // A and C: 3-D maps (GROUPED: 2-D, the groups' rows stacked)
+  // (three consumers have 152 registers a thread: the epilogue's erf and loads spill 4-72 bytes there)
+  static_assert(!EPI::ACTIVE || (TMA_STORE && !BATCHED && BM == 128),
+                "a fused epilogue (lib/epilogue.cuh): the 2-D TMA-store forms with two consumers");
 
   extern __shared__ char smem_raw[];
   char* const smem = align_1024(smem_raw);
@@ -375,6 +386,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     char* const boxes = sC + cw * EPI_BOXES * BOX;
     auto release = [&](int s) { release_stage<CLUSTER_M>(&empty[s], tid); };
 
+    const epilogue::Args ep{ep_bias, ep_src, ep_aux, ep_alpha, ep_beta, ep_ld_src, ep_ld_aux};
     float acc[BN / 2];
     Ring<STAGES> ring;
     int box_flip = 0;  // an odd PANELS (BN = 192) starts every other tile on the second staging box
@@ -415,6 +427,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         for (int p = 0; p < PANELS; ++p) {
           char* const box = boxes + (EPI_BOXES == 2 ? (p & 1) ^ box_flip : (box_next + p) % EPI_BOXES) * BOX;
           // the store that last read this box (EPI_BOXES panels ago) is done reading
+          // EPI: this panel's fused epilogue, its loads issued before the wait for the box
+          epilogue::apply<EPI, T, 8>(acc, 8 * p, row0 + 16 * w + g, n0 + 2 * t4, m_end, N, ep);
           if (tid == 0) tma_store_wait_read<EPI_BOXES - 1>();
           named_barrier_sync(1 + cw, 128);
           if constexpr (GROUPED) {  // stmatrix: 4 instructions a box where stage_panel takes 16 stores
@@ -438,7 +452,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         box_flip ^= PANELS & 1;
         box_next = (box_next + PANELS) % EPI_BOXES;
         // FITTED: the last BN % 64 columns from registers (the final accumulators; C dense)
-        if constexpr (FITTED) store_slab_from<T, PANELS * 8>(c, acc, row0 + 16 * w + g, n0 + 2 * t4, M, N);
+        if constexpr (FITTED) {
+          epilogue::apply<EPI, T, BN / 8 - PANELS * 8>(acc, PANELS * 8, row0 + 16 * w + g, n0 + 2 * t4, M, N, ep);
+          store_slab_from<T, PANELS * 8>(c, acc, row0 + 16 * w + g, n0 + 2 * t4, M, N);
+        }
         // GROUPED: the group's last slab, its rows up to m_end (C dense: row stride N)
         if constexpr (GROUPED) {
           if (!slab_whole) store_slab<T>(c, acc, row0 + 16 * w + g, n0 + 2 * t4, m_end, N);

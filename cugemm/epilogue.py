@@ -1,0 +1,421 @@
+"""Fused epilogues: what cugemm.linear and cugemm.gemm run after the product, inside the GEMM kernel.
+
+    D   = act(alpha * A @ B + [beta * S]pre + bias) + [beta * S]post
+    AUX = alpha * A @ B + [beta * S]pre + bias            (the pre-activation, for a backward pass)
+
+A `Spec` names one composition of the parts (kernels/lib/epilogue.cuh): an activation (None, 'relu',
+'gelu' (erf), 'gelu_tanh', 'silu'), a bias per column ('col', F.linear's) or per row ('row'), a
+source matrix S read before the activation ('pre': BLAS's beta * C) or after it ('post': a
+residual), and an auxiliary output. Each is a compile-time part of the kernel; alpha, beta and the
+addresses are arguments.
+
+The declared product: every epilogue-capable variant (`capable`: the Hopper rung 7 2-D TMA-store
+forms of kernels/hgemm_wgmma/04_persistent.cu with two consumers, and the sm_80 mma.sync rung's forms that take the
+parameters) times every Spec. `variant(base, spec)` makes the member on demand (a Variant named
+`<base>_ep_<tag>`, the base's template arguments plus `epilogue::Fused<...>`, the base's shared
+memory and launch rules), compiled on first use like any variant. `coverage()` is the set CI compiles
+offline: every capable base with the heaviest composition, and every composition on one base per
+element type.
+
+`execute` runs one 2-D product with an epilogue: the plan cugemm.matmul would run when it, or one
+within the cost of a separate pass, has a capable kernel reading its operands in place (the fused
+launch, prepared for raw pointers and cached like matmul's); otherwise matmul's plan and then one
+elementwise pass of the caller's library (`unfused`), same semantics, one more round trip of D.
+`reference` is the float64 truth the tests compare against.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+from functools import lru_cache
+
+import numpy as np
+
+from . import operand, select
+from .prepared import AUX, BIAS, SRC, sentinel
+from .tma_args import EPILOGUE_ARGS, epilogue_args
+
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
+_ACT_CODE = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
+_BIAS_CODE = {"": 0, "col": 1, "row": 2}
+_SRC_CODE = {"": 0, "pre": 1, "post": 2}
+PASS_GBPS = 2500.0      # what one elementwise pass over D streams at (H100 HBM3, conservative)
+PASS_LAUNCH_US = 3.0    # and its launch
+
+
+def activation_name(activation) -> str | None:
+    """The canonical activation name; ValueError naming the choices for anything else."""
+    if activation is None or activation == "none":
+        return None
+    if isinstance(activation, str) and activation.lower() in ACTIVATIONS:
+        return activation.lower()
+    raise ValueError(f"cugemm: unknown activation {activation!r}; choose None, "
+                     + ", ".join(repr(a) for a in ACTIVATIONS))
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """One composition of the epilogue's parts (module docstring)."""
+
+    activation: str | None = None
+    bias: str = ""       # '', 'col' or 'row'
+    src: str = ""        # '', 'pre' or 'post'
+    aux: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "activation", activation_name(self.activation))
+        if self.bias not in _BIAS_CODE or self.src not in _SRC_CODE:
+            raise ValueError(f"cugemm: bias must be '', 'col' or 'row' and src '', 'pre' or 'post', "
+                             f"not {self.bias!r} / {self.src!r}")
+        if self.aux and self.activation is None:
+            raise ValueError("cugemm: an auxiliary output is the pre-activation; it needs an activation")
+
+    @property
+    def tag(self) -> str:
+        """The variant-name suffix, e.g. 'ep_gelu_bcol_post_aux' ('ep_scale': alpha alone)."""
+        parts = [self.activation or ""] + ([f"b{self.bias}"] if self.bias else []) + \
+            ([self.src] if self.src else []) + (["aux"] if self.aux else [])
+        return "ep_" + ("_".join(p for p in parts if p) or "scale")
+
+    @property
+    def cpp(self) -> str:
+        return (f"epilogue::Fused<{_ACT_CODE[self.activation]}, {_BIAS_CODE[self.bias]}, "
+                f"{_SRC_CODE[self.src]}, {'true' if self.aux else 'false'}>")
+
+
+def specs() -> list[Spec]:
+    """Every composition: activations x bias (none, col, row) x source (none, pre, post) x aux."""
+    out = []
+    for act in (None,) + ACTIVATIONS:
+        for bias in _BIAS_CODE:
+            for src in _SRC_CODE:
+                for aux in ((False, True) if act else (False,)):
+                    out.append(Spec(act, bias, src, aux))
+    return out
+
+
+HEAVIEST = Spec("gelu", "col", "post", True)  # the most registers live: S's pairs, the bias, AUX
+
+
+# ---- the declared product ---------------------------------------------------------------------------
+def capable(v) -> bool:
+    """Whether variant `v` takes a fused epilogue (its kernel's EPI parameter and the seven epilogue
+    arguments last): rung 7's 2-D TMA-store forms, and the mma.sync forms declared so."""
+    p = v.param_dict
+    if "EPI" in p:
+        return False  # already an epilogue form
+    if v.source == "hgemm_wgmma/04_persistent.cu":
+        # two consumers: with three (BM 192, 152 registers a thread) the epilogue spills 4-72 bytes
+        return bool(p.get("TMA_STORE")) and not p.get("BATCHED") and p.get("BM") == 128
+    return bool(getattr(v, "args_rule", "") == "epilogue_defaults")
+
+
+@lru_cache(maxsize=None)
+def variant(base, spec: Spec):
+    """The member (base, spec) of the declared product: a Variant of its own name, compiled on demand."""
+    if not capable(base):
+        raise ValueError(f"cugemm: {base.name} takes no fused epilogue")
+    return dataclasses.replace(
+        base, name=f"{base.name}_{spec.tag}", params=base.params + (("EPI", spec.cpp),),
+        smem_dynamic=base.smem_dynamic, matmul=None, aliases=(),
+        doc=f"{base.name} with the fused epilogue {spec.tag[3:]} (lib/epilogue.cuh)")
+
+
+def capable_bases(dtype=None) -> list:
+    from . import registry
+
+    return [v for v in registry.variants(dtype=dtype) if capable(v)]
+
+
+# Compositions that together take every value of every part, with the ones cugemm.linear and
+# cugemm.gemm build (gemm's alpha and beta, linear's bias, residual, activations and aux).
+COVER = (Spec(), Spec(src="pre"), Spec(bias="col"), Spec(bias="col", src="post"), Spec(bias="row", src="pre"),
+         Spec("relu", "col"), Spec("gelu", "col"), Spec("gelu", "col", aux=True), Spec("gelu_tanh", "row", "post", True),
+         Spec("silu", "col", "post"), Spec("silu", "", "pre", True), HEAVIEST)
+
+
+def coverage() -> list:
+    """What CI compiles offline: HEAVIEST on every capable base, and COVER on the widest base (128 x
+    256, two clusters) of each 16-bit type."""
+    bases = capable_bases()
+    out = [variant(v, HEAVIEST) for v in bases]
+    for dt in ("float16", "bfloat16"):
+        wide = [v for v in bases if v.dtype_in == dt and v.param_dict.get("BN") == 256]
+        if wide:
+            out += [variant(wide[0], s) for s in COVER if s != HEAVIEST]
+    return out
+
+
+def by_name(name: str):
+    """A member of the declared product by its name '<base>_ep_<tag>' (None: not such a name)."""
+    if "_ep_" not in name:
+        return None
+    from . import registry
+
+    base_name, _, _ = name.rpartition("_ep_")
+    try:
+        base = registry.get_variant(base_name)
+    except (KeyError, ValueError):
+        return None
+    for s in specs():
+        if f"{base.name}_{s.tag}" == name:
+            return variant(base, s)
+    return None
+
+
+# ---- the float64 truth -------------------------------------------------------------------------------
+def activate_np(x, activation):
+    """act(x) in float64 (NumPy): the formulas of lib/epilogue.cuh."""
+    from math import erf
+
+    x = np.asarray(x, dtype=np.float64)
+    if activation is None:
+        return x
+    if activation == "relu":
+        return np.where(x < 0, 0.0, x)
+    if activation == "gelu":
+        return 0.5 * x * (1.0 + np.vectorize(erf)(x / math.sqrt(2.0)))
+    if activation == "gelu_tanh":
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    if activation == "silu":
+        return x / (1.0 + np.exp(-x))
+    raise ValueError(activation)
+
+
+def reference(product, spec: Spec, bias=None, src=None, alpha=1.0, beta=1.0):
+    """(D, AUX) in float64 from the float64 product A @ B (NumPy arrays)."""
+    pre = alpha * np.asarray(product, dtype=np.float64)
+    if spec.src == "pre":
+        pre = pre + beta * np.asarray(src, dtype=np.float64)
+    if spec.bias == "col":
+        pre = pre + np.asarray(bias, dtype=np.float64)[None, :]
+    elif spec.bias == "row":
+        pre = pre + np.asarray(bias, dtype=np.float64)[:, None]
+    d = activate_np(pre, spec.activation)
+    if spec.src == "post":
+        d = d + beta * np.asarray(src, dtype=np.float64)
+    return d, pre
+
+
+# ---- running one product with an epilogue ------------------------------------------------------------
+_FUSED: dict = {}    # plan key + spec -> _Fused (or None: this problem runs unfused)
+_lock = threading.Lock()
+MAX_PLANS = 1024
+
+
+class _Fused:
+    """A fused launch prepared for raw pointers (serve.Ready with the epilogue's arguments at
+    sentinel addresses); ready.plan says what it runs."""
+
+    __slots__ = ("ready",)
+
+    def __init__(self, ready):
+        self.ready = ready
+
+
+def pass_us(M: int, N: int, itemsize: int, spec: Spec) -> float:
+    """What a separate elementwise epilogue costs (read D, S; write D, AUX), estimated."""
+    moves = 2 + (spec.src != "") + spec.aux
+    return M * N * itemsize * moves / (PASS_GBPS * 1e3) + PASS_LAUNCH_US
+
+
+def fused_plan(choice: select.Choice, spec: Spec):
+    """The plan to run fused: the best-ranked plan whose kernel is capable, reads nothing through a
+    workspace (no split-K partials, C written in place, C's extent the problem's), when it is
+    estimated no slower than the best plan and a separate pass; else None (run unfused)."""
+    best = choice.plan
+    p = choice.problem
+    for q in choice.ranked:
+        v = q.variant
+        if capable(v) and not q.via_c and v.workspace_fn is None and tuple(q.dims[:2]) == (p.M, p.N):
+            if q is best or q.est_us <= best.est_us + pass_us(p.M, p.N, p.dtype.itemsize, spec):
+                return q
+            return None
+    return None
+
+
+def _checked_vector(lib, v, n: int, dt, what: str):
+    op = operand.describe(v, what, "cugemm")
+    if op.dtype is None or op.dtype.name != dt.name:
+        raise TypeError(f"cugemm: {what} has dtype {operand.dtype_name(op)}; the product's is {dt.name}")
+    if len(op.shape) != 1 or op.shape[0] != n:
+        raise ValueError(f"cugemm: {what} must be a vector of {n} values, got shape {op.shape}")
+    return op
+
+
+def fusable_memory(spec: Spec, bias, src, aux) -> bool:
+    """Whether the kernel's 4-byte pair accesses fit the vectors' and matrices' memory: dense rows,
+    4-byte aligned pointers, even row strides (operand records)."""
+    for op in (bias, src, aux):
+        if op is None:
+            continue
+        size = op.dtype.itemsize
+        if op.ptr % 4 or op.strides[-1] != size or (len(op.shape) == 2 and op.strides[0] % (2 * size)):
+            return False
+    return True
+
+
+def execute(lib, A, B, C, a, b, out, spec: Spec, bias=None, src=None, aux=None, alpha=1.0, beta=1.0,
+            dev: int = 0, base: str | None = None):
+    """D = out (M x N, written) from A @ B and the epilogue: operand records A, B, C of a, b, out;
+    bias / src / aux arrays of the caller's library or None. Fused when a capable plan reads them in
+    place (cached per problem), else matmul and one elementwise pass. base: plan with this variant
+    only (a capable one: its fused form; the tests name each)."""
+    from . import launch, serve
+
+    M, N = C.shape
+    recs = [None if x is None else operand.describe(x, w, "cugemm")
+            for x, w in ((bias, "bias"), (src, "source"), (aux, "aux"))]
+    key = (serve.plan_key(dev, A, B, C, False, base), spec, alpha, beta,
+           tuple(None if r is None else (r.shape, r.strides, r.ptr & 15) for r in recs))
+    f = _FUSED.get(key, False)
+    if f is False:
+        serve.not_capturing(lib, dev, f"{M}x{N}x{A.shape[1]} {A.dtype.name} (with an epilogue)", "cugemm")
+        f = None
+        if A.dtype.name in ("float16", "bfloat16") and N % 2 == 0 and fusable_memory(spec, *recs):
+            q = fused_plan(serve.choose(A, B, C, False, base, dev), spec)
+            if q is not None:
+                ev = variant(q.variant, spec)
+                plan = dataclasses.replace(q, variant=ev)
+                if not plan.copies:
+                    launch.check_operands(ev, A, B, C)
+                ld_src = recs[1].strides[0] // recs[1].dtype.itemsize if recs[1] is not None else 0
+                ld_aux = recs[2].strides[0] // recs[2].dtype.itemsize if recs[2] is not None else 0
+                ep = epilogue_args(sentinel(BIAS) if bias is not None else 0, sentinel(SRC) if src is not None else 0,
+                                   sentinel(AUX) if aux is not None else 0, alpha, beta, ld_src, ld_aux)
+                f = _Fused(serve.Ready(plan, A, B, C, dev, epilogue=ep))
+        with _lock:
+            if len(_FUSED) >= MAX_PLANS:
+                _FUSED.clear()
+            _FUSED[key] = f
+    if f is None:
+        unfused(lib, a, b, out, spec, bias, src, aux, alpha, beta)
+        return out
+    r = f.ready
+    extra = [(k, rec.ptr) for k, rec in ((BIAS, recs[0]), (SRC, recs[1]), (AUX, recs[2])) if rec is not None]
+    r.run(lib, lib.stream(dev), A.ptr, B.ptr, C.ptr, a, b, out, extra=extra)
+    return out
+
+
+def choice(A, B, C, spec: Spec, dev: int = 0):
+    """The plan `execute` runs fused for these operand records (None: it runs unfused)."""
+    from . import serve
+
+    if A.dtype.name not in ("float16", "bfloat16") or C.shape[1] % 2:
+        return None
+    q = fused_plan(serve.choose(A, B, C, False, None, dev), spec)
+    return None if q is None else dataclasses.replace(q, variant=variant(q.variant, spec))
+
+
+def unfused(lib, a, b, out, spec: Spec, bias=None, src=None, aux=None, alpha=1.0, beta=1.0) -> None:
+    """out = the epilogue of a @ b by cugemm.matmul and one elementwise pass of the caller's library
+    (fp32 arithmetic, as the kernel's; the product is rounded to the output type first)."""
+    if src is not None and operand.overlaps(_extent(src), _extent(out)):
+        d = product(lib, a, b)  # S is (or shares memory with) D: read it before D is written
+        unfused(lib, a, b, d, spec, bias, src, aux, alpha, beta)
+        lib.copy(out, d)
+        return
+    product(lib, a, b, out)
+    if lib.kind == "torch":
+        _torch_pass(out, spec, bias, src, aux, alpha, beta)
+    else:
+        _cupy_pass(out, spec, bias, src, aux, alpha, beta)
+
+
+def product(lib, a, b, out=None):
+    """a @ b by cugemm.matmul's planning, eagerly (below autograd and torch.compile: the registered
+    ops' kernels call it), into out or a new array of the caller's library."""
+    from . import serve
+
+    if lib.kind == "torch":
+        return serve.torch_matmul(a, b, out)
+    return serve.dispatch(a, b, out, None, False, False, None)
+
+
+def _extent(x) -> tuple:
+    op = operand.describe(x, "array", "cugemm")
+    return operand.extent(op.shape, op.strides, op.ptr, op.dtype.itemsize)
+
+
+def _torch_pass(out, spec, bias, src, aux, alpha, beta) -> None:
+    import torch
+
+    t = out.float()
+    if alpha != 1.0:
+        t.mul_(alpha)
+    if spec.src == "pre":
+        t.add_(src.float(), alpha=beta)
+    if spec.bias == "col":
+        t.add_(bias.float()[None, :])
+    elif spec.bias == "row":
+        t.add_(bias.float()[:, None])
+    if aux is not None:
+        aux.copy_(t)
+    t = torch_activate(t, spec.activation)
+    if spec.src == "post":
+        t.add_(src.float(), alpha=beta)
+    out.copy_(t)
+
+
+def torch_activate(t, activation):
+    import torch.nn.functional as F
+
+    if activation is None:
+        return t
+    if activation == "relu":
+        return F.relu(t)
+    if activation == "gelu":
+        return F.gelu(t)
+    if activation == "gelu_tanh":
+        return F.gelu(t, approximate="tanh")
+    return F.silu(t)
+
+
+_CUPY_ACT = {
+    None: "x",
+    "relu": "(x < 0.f ? 0.f : x)",
+    "gelu": "0.5f * x * (1.f + erff(x * 0.70710678118654752f))",
+    "gelu_tanh": "0.5f * x * (1.f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)))",
+    "silu": "x / (1.f + expf(-x))",
+}
+
+
+@lru_cache(maxsize=None)
+def _cupy_kernel(spec: Spec, type_name: str):
+    import cupy
+
+    body = ["float x = alpha * (float)d[i];"]
+    if spec.src == "pre":
+        body.append("x += beta * (float)s[(i / n) * lds + i % n];")
+    if spec.bias == "col":
+        body.append("x += (float)bias[i % n];")
+    elif spec.bias == "row":
+        body.append("x += (float)bias[i / n];")
+    if spec.aux:
+        body.append("aux[i] = (T)x;")
+    body.append(f"x = {_CUPY_ACT[spec.activation]};")
+    if spec.src == "post":
+        body.append("x += beta * (float)s[(i / n) * lds + i % n];")
+    body.append("d[i] = (T)x;")
+    return cupy.ElementwiseKernel(
+        "float32 alpha, float32 beta, int64 n, int64 lds, raw T s, raw T bias", "raw T d, raw T aux",
+        "\n".join(body), f"cugemm_epilogue_{spec.tag}_{type_name}", loop_prep="", preamble="")
+
+
+def _cupy_pass(out, spec, bias, src, aux, alpha, beta) -> None:
+    import cupy
+
+    if not out.flags.c_contiguous:
+        tmp = cupy.ascontiguousarray(out)
+        _cupy_pass(tmp, spec, bias, src, aux, alpha, beta)
+        out[...] = tmp
+        return
+    M, N = out.shape
+    s = src if src is not None else out
+    lds = s.strides[0] // s.itemsize if s.ndim == 2 else N
+    if src is not None and s.strides[1] != s.itemsize:
+        s, lds = cupy.ascontiguousarray(s), N
+    k = _cupy_kernel(spec, str(out.dtype))
+    k(np.float32(alpha), np.float32(beta), np.int64(N), np.int64(lds), s,
+      bias if bias is not None else out, out, aux if aux is not None else out, size=M * N)

@@ -1,0 +1,167 @@
+// cugemm/kernels/lib/epilogue.cuh: fused epilogues, composed at compile time from parts, applied to
+// fp32 accumulators in registers before they are rounded and stored.
+//
+//   D   = act(alpha * acc + [beta * S]pre + bias) + [beta * S]post      (each bracket optional)
+//   AUX = alpha * acc + [beta * S]pre + bias                             (the pre-activation, optional)
+//
+// A kernel takes `class EPI` (epilogue::None, or epilogue::Fused<ACT, BIAS, SRC, AUX>) and the
+// runtime Args below (pointers, alpha, beta, row strides); where EPI::ACTIVE it calls
+// epilogue::apply on each group of accumulator pairs before its store. The parts:
+//   ACT   NONE, RELU (x < 0 ? 0 : x, NaN kept), GELU (erf: 0.5 x (1 + erf(x / sqrt 2))),
+//         GELU_TANH (0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))), SILU (x / (1 + e^-x))
+//   BIAS  NO_BIAS, BIAS_COL (one value per column of D: F.linear's bias), BIAS_ROW (per row)
+//   SRC   NO_SRC, SRC_PRE (beta * S inside the activation: BLAS's beta * C), SRC_POST (beta * S added
+//         after it: a residual); S is a T matrix of row stride ld_src (elements), read in pairs
+//   AUX   the pre-activation stored to `aux` (row stride ld_aux) before the activation: what the
+//         backward pass of an activation needs (dGELU, dSiLU)
+// The vectors and matrices hold the kernel's output type T (half or __nv_bfloat16); the arithmetic is
+// fp32 (what cuBLASLt's epilogues do), D and AUX rounded to T once. With BIAS or SRC absent nothing
+// is read (BLAS: beta = 0 never reads C, so NaNs in an uninitialised C do not leak).
+//
+// The fragment: apply() takes JN 8-column groups of a thread's accumulators, group j's four values
+// at acc[4j .. 4j + 3]: (row, col + 8j) and (row, col + 8j + 1), then (row + 8, col + 8j) and
+// (row + 8, col + 8j + 1): the wgmma m64nNk16 fragment (hgemm_wgmma.cuh) and the mma.sync m16n8
+// C fragment alike (g = lane / 4 is the row, 2 (lane % 4) the first column). Preconditions: col even,
+// N even, bias / src / aux and ld_src / ld_aux such that each pair is one aligned 4-byte word
+// (pointers 4-byte aligned, row strides even). Rows >= M and columns >= N read and write nothing.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "core.cuh"
+#include "mma.cuh"
+
+namespace epilogue {
+
+enum Act : int { NONE = 0, RELU = 1, GELU = 2, GELU_TANH = 3, SILU = 4 };
+enum BiasKind : int { NO_BIAS = 0, BIAS_COL = 1, BIAS_ROW = 2 };
+enum SrcKind : int { NO_SRC = 0, SRC_PRE = 1, SRC_POST = 2 };
+
+// The runtime half: what the launch passes (the kernel's last seven parameters).
+struct Args {
+  const void* bias;  // BIAS_COL: N values of T; BIAS_ROW: M values
+  const void* src;   // SRC: S, row stride ld_src
+  void* aux;         // AUX: the pre-activation, row stride ld_aux
+  float alpha, beta;
+  int ld_src, ld_aux;
+};
+
+// No epilogue: the kernel stores alpha = 1 times its accumulators, as before.
+struct None {
+  static constexpr bool ACTIVE = false;
+};
+
+template <int ACT_, int BIAS_, int SRC_, bool AUX_>
+struct Fused {
+  static constexpr bool ACTIVE = true;
+  static constexpr int ACT = ACT_, BIAS = BIAS_, SRC = SRC_;
+  static constexpr bool AUX = AUX_;
+  static_assert(ACT >= NONE && ACT <= SILU && BIAS >= NO_BIAS && BIAS <= BIAS_ROW && SRC >= NO_SRC &&
+                    SRC <= SRC_POST,
+                "an activation, bias and source of the enums above");
+  static_assert(!AUX || ACT != NONE, "an auxiliary output is the pre-activation: only with an activation");
+};
+
+template <int ACT>
+CUGEMM_DEVICE float activate(float x) {
+  if constexpr (ACT == RELU) {
+    return x < 0.f ? 0.f : x;  // NaN stays NaN, as torch.relu
+  } else if constexpr (ACT == GELU) {
+    return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
+  } else if constexpr (ACT == GELU_TANH) {
+    const float u = 0.79788456080286536f * fmaf(0.044715f * x, x * x, x);
+    return 0.5f * x * (1.f + tanhf(u));
+  } else if constexpr (ACT == SILU) {
+    return x / (1.f + __expf(-x));
+  } else {
+    return x;
+  }
+}
+
+// The two T values of one aligned 4-byte word, as floats.
+template <class T>
+CUGEMM_DEVICE float2 unpack2(unsigned w);
+template <>
+CUGEMM_DEVICE float2 unpack2<half>(unsigned w) {
+  return __half22float2(*reinterpret_cast<const half2*>(&w));
+}
+template <>
+CUGEMM_DEVICE float2 unpack2<__nv_bfloat16>(unsigned w) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
+}
+CUGEMM_DEVICE float to_float(half x) { return __half2float(x); }
+CUGEMM_DEVICE float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <class T>
+CUGEMM_DEVICE float2 load_pair(const void* base, size_t offset) {
+  return unpack2<T>(__ldg(reinterpret_cast<const unsigned*>(static_cast<const T*>(base) + offset)));
+}
+
+// JN 8-column groups j = j0 .. j0 + JN - 1 of the fragment (header), this thread's first row `row`
+// and first column `col`: every load first (S's pairs, the bias), then the arithmetic and the AUX
+// stores; the accumulators leave holding D (fp32, rounded to T by the caller's store).
+template <class EPI, class T, int JN, int NACC>
+CUGEMM_DEVICE void apply(float (&acc)[NACC], int j0, int row, int col, int M, int N, const Args& a) {
+  if constexpr (EPI::ACTIVE) {
+    float2 s[JN][2], bc[JN];
+    float br[2] = {0.f, 0.f};
+#pragma unroll
+    for (int jj = 0; jj < JN; ++jj) {
+      const int n = col + 8 * (j0 + jj);
+      const bool in_n = n < N;
+      bc[jj] = make_float2(0.f, 0.f);
+      if constexpr (EPI::BIAS == BIAS_COL) {
+        if (in_n) bc[jj] = load_pair<T>(a.bias, n);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        s[jj][h] = make_float2(0.f, 0.f);
+        if constexpr (EPI::SRC != NO_SRC) {
+          const int r = row + 8 * h;
+          if (in_n && r < M) s[jj][h] = load_pair<T>(a.src, static_cast<size_t>(r) * a.ld_src + n);
+        }
+      }
+    }
+    if constexpr (EPI::BIAS == BIAS_ROW) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = row + 8 * h;
+        if (r < M) br[h] = to_float(static_cast<const T*>(a.bias)[r]);
+      }
+    }
+#pragma unroll
+    for (int jj = 0; jj < JN; ++jj) {
+      const int j = j0 + jj, n = col + 8 * j;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float x0 = a.alpha * acc[4 * j + 2 * h], x1 = a.alpha * acc[4 * j + 2 * h + 1];
+        if constexpr (EPI::SRC == SRC_PRE) {
+          x0 = fmaf(a.beta, s[jj][h].x, x0);
+          x1 = fmaf(a.beta, s[jj][h].y, x1);
+        }
+        if constexpr (EPI::BIAS == BIAS_COL) {
+          x0 += bc[jj].x;
+          x1 += bc[jj].y;
+        } else if constexpr (EPI::BIAS == BIAS_ROW) {
+          x0 += br[h];
+          x1 += br[h];
+        }
+        if constexpr (EPI::AUX) {
+          const int r = row + 8 * h;
+          if (r < M && n < N)
+            *reinterpret_cast<unsigned*>(static_cast<T*>(a.aux) + static_cast<size_t>(r) * a.ld_aux + n) =
+                pack2<T>(x0, x1);
+        }
+        x0 = activate<EPI::ACT>(x0);
+        x1 = activate<EPI::ACT>(x1);
+        if constexpr (EPI::SRC == SRC_POST) {
+          x0 = fmaf(a.beta, s[jj][h].x, x0);
+          x1 = fmaf(a.beta, s[jj][h].y, x1);
+        }
+        acc[4 * j + 2 * h] = x0;
+        acc[4 * j + 2 * h + 1] = x1;
+      }
+    }
+  }
+}
+
+}  // namespace epilogue

@@ -1,0 +1,143 @@
+"""Fused epilogues without a GPU (cugemm.epilogue, cugemm.fused): the compositions and their names,
+the declared product, what CI compiles (every member of epilogue.coverage() with 0 spill bytes),
+the float64 reference's formulas, the launch-argument contract and the fused-or-not rule."""
+import dataclasses
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from cugemm import epilogue, jit, select, tma_args
+from cugemm import arch as _arch
+from cugemm.prepared import Prepared
+
+
+def test_compositions_have_unique_names_and_templates():
+    specs = epilogue.specs()
+    assert len(specs) == 5 * 3 * 3 + 4 * 3 * 3  # activations x bias x source, aux with an activation
+    assert len({s.tag for s in specs}) == len(specs) and len({s.cpp for s in specs}) == len(specs)
+    assert epilogue.Spec().tag == "ep_scale"
+    assert epilogue.Spec("gelu", "col", "post", True).cpp == "epilogue::Fused<2, 1, 2, true>"
+    assert epilogue.HEAVIEST in specs
+
+
+@pytest.mark.parametrize("bad", ["tanhh", "GELU2", 3, ""])
+def test_unknown_activations_are_refused(bad):
+    with pytest.raises(ValueError, match="unknown activation"):
+        epilogue.activation_name(bad)
+
+
+def test_spec_rules():
+    assert epilogue.activation_name("GeLU") == "gelu" and epilogue.activation_name(None) is None
+    with pytest.raises(ValueError, match="pre-activation"):
+        epilogue.Spec(None, aux=True)
+    with pytest.raises(ValueError):
+        epilogue.Spec(bias="both")
+
+
+def test_the_declared_product():
+    bases = epilogue.capable_bases()
+    assert len(bases) >= 40
+    for v in bases:
+        assert v.source.startswith(("hgemm_wgmma/04_persistent.cu", "hgemm_mma/"))
+        assert not v.param_dict.get("BATCHED")
+    v = epilogue.variant(bases[0], epilogue.HEAVIEST)
+    assert v.name == f"{bases[0].name}_ep_gelu_bcol_post_aux"
+    assert v.name_expression.endswith("epilogue::Fused<2, 1, 2, true>>")
+    assert v.smem_dynamic == bases[0].smem_dynamic and v.matmul is None
+    assert not epilogue.capable(v)  # no epilogue of an epilogue
+    assert epilogue.by_name(v.name) is v
+    assert epilogue.by_name(bases[0].name + "_ep_nothing") is None
+    with pytest.raises(ValueError, match="takes no fused epilogue"):
+        from cugemm import registry
+        epilogue.variant(registry.get_variant("hgemm_wgmma_m64n128k16_splitk_stage6"), epilogue.Spec())
+
+
+COVER = epilogue.coverage()
+
+
+@pytest.fixture(scope="module")
+def reports():
+    def one(v):
+        try:
+            return jit.compile_offline(v, _arch.compile_target(v, 90))
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            return e
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip((v.name for v in COVER), pool.map(one, COVER)))
+
+
+def test_coverage_takes_every_part():
+    assert {s.activation for s in epilogue.COVER} == {None, *epilogue.ACTIVATIONS}
+    assert {s.bias for s in epilogue.COVER} == {"", "col", "row"}
+    assert {s.src for s in epilogue.COVER} == {"", "pre", "post"}
+    assert {s.aux for s in epilogue.COVER} == {False, True}
+    assert len(COVER) == len(epilogue.capable_bases()) + 2 * (len(epilogue.COVER) - 1)
+
+
+@pytest.mark.parametrize("name", [v.name for v in COVER])
+def test_every_covered_member_compiles_without_spills(reports, name):
+    r = reports[name]
+    if isinstance(r, Exception):
+        pytest.fail(str(r))
+    assert r.cubin[:4] == b"\x7fELF" and "epilogue" in r.lowered_name
+    assert r.spill_bytes == 0 and r.stack_frame == 0, r.log
+
+
+def test_reference_formulas():
+    x = np.array([-3.0, -0.5, 0.0, 0.5, 3.0])
+    assert np.allclose(epilogue.activate_np(x, "relu"), [0, 0, 0, 0.5, 3])
+    phi = np.array([0.5 * (1 + math.erf(v / math.sqrt(2))) for v in x])
+    assert np.allclose(epilogue.activate_np(x, "gelu"), x * phi)
+    assert np.allclose(epilogue.activate_np(x, "gelu_tanh"), x * phi, atol=2e-3)
+    assert np.allclose(epilogue.activate_np(x, "silu"), x / (1 + np.exp(-x)))
+    assert np.isnan(epilogue.activate_np([np.nan], "relu")[0])
+    p = np.arange(6.0).reshape(2, 3)
+    d, pre = epilogue.reference(p, epilogue.Spec("relu", "col", "post"), bias=[1, -10, 0], src=np.ones((2, 3)),
+                                alpha=2.0, beta=3.0)
+    assert np.array_equal(pre, 2 * p + [1, -10, 0])
+    assert np.array_equal(d, np.maximum(pre, 0) + 3)
+    d, pre = epilogue.reference(p, epilogue.Spec(None, "row", "pre"), bias=[1, 2], src=np.ones((2, 3)), beta=-1)
+    assert np.array_equal(d, p - 1 + [[1], [2]])
+
+
+def test_launch_arguments_end_with_the_epilogue():
+    ep = tma_args.epilogue_args(1 << 40, 2 << 40, 3 << 40, 0.5, 2.0, 7, 9)
+    assert len(ep) == tma_args.EPILOGUE_ARGS == 7
+    assert [type(x) for x in ep] == [np.uint64] * 3 + [np.float32] * 2 + [np.int32] * 2
+    # a prepared launch packs the floats as 4-byte floats
+    p = Prepared(0, (1, 1, 1), (1, 1, 1), 0, ep)
+    import ctypes
+
+    assert ctypes.c_float.from_address(p._params[3]).value == 0.5
+    assert ctypes.c_float.from_address(p._params[4]).value == 2.0
+
+
+def _plan(name, est, **kw):
+    from cugemm import registry
+
+    return select.Plan(registry.get_variant(name), est_us=est, dims=(1024, 1024, 1024), **kw)
+
+
+def test_fused_or_not():
+    from cugemm import device
+
+    p = select.Problem(1024, 1024, 1024, __import__("cugemm").dtypes.get("float16"), None, None, None,
+                       device.Device(), False) if False else None
+    cap = "hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6_bcol"
+    other = "hgemm_wgmma_m64n128k16_splitk_stage6"
+    prob = type("P", (), {"M": 1024, "N": 1024, "dtype": __import__("cugemm").dtypes.get("float16")})()
+    spec = epilogue.Spec("gelu", "col")
+    cost = epilogue.pass_us(1024, 1024, 2, spec)
+    best = _plan(other, 10.0)
+    near = _plan(cap, 10.0 + cost - 0.1)
+    far = _plan(cap, 10.0 + cost + 0.1)
+    Choice = select.Choice
+    assert epilogue.fused_plan(Choice(prob, best, [best, near]), spec) is near
+    assert epilogue.fused_plan(Choice(prob, best, [best, far]), spec) is None
+    assert epilogue.fused_plan(Choice(prob, near, [near]), spec) is near
+    via_c = dataclasses.replace(near, via_c=True)
+    assert epilogue.fused_plan(Choice(prob, via_c, [via_c]), spec) is None
+    assert p is None
