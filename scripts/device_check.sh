@@ -35,11 +35,15 @@
 #   fp8       FP8 products: tests/test_gpu_fp8.py, then scripts/fp8_bench.py (cugemm.scaled_matmul against
 #             torch._scaled_mm in each scaling mode, accuracy, odd shapes; FP8_ARGS: its options), JSON to
 #             results/judge/fp8.json. Name it (with `SANITIZE='fp8_wgmma*' ... sanitize` for the sanitizers)
+#   epilogue  fused epilogues: scripts/warm_epilogue.py, tests/test_gpu_epilogue.py, scripts/epilogue_bench.py
+#             (cugemm.linear / gemm against F.linear, F.gelu(F.linear), torch._addmm_activation, addmm; JSON
+#             to results/judge/epilogue.json), scripts/mlp_train.py, and memcheck + racecheck over the
+#             fused tests (every composition on the two test bases, linear and gemm). Name it
 #   eval      cugemm.matmul on the held-out evaluation set and its named lines (scripts/eval_set.py,
 #             f16 and bf16, flushed and back to back), JSON to results/eval/eval.json. Name it
 # Usage (repo root, on the device): bash scripts/device_check.sh [phase ...]
-#   (default: tests sanitize bench big sweeps repeat peak matmul; mma, tune, serving, ab, batched, grouped, fp8
-#   and eval only when named,
+#   (default: tests sanitize bench big sweeps repeat peak matmul; mma, tune, serving, ab, batched, grouped, fp8,
+#   epilogue and eval only when named,
 #   e.g. `bash scripts/device_check.sh serving`)
 # Logs, result JSON and plots are collected in one archive, $OUT/device_logs.tgz (or
 # ./device-out/device_logs.tgz), and summarised on stdout. Exit status 1 if a test, a sanitizer, a
@@ -250,6 +254,18 @@ judge_phase() {
 has batched && judge_phase batched "${BATCHED_ARGS:-}"
 has grouped && judge_phase grouped "${GROUPED_ARGS:-}"
 has fp8 && judge_phase fp8 "${FP8_ARGS:-}"
+if has epilogue; then
+  python3 scripts/warm_epilogue.py 16  # the fused members the tests run, compiled in parallel
+  judge_phase epilogue "${EPILOGUE_ARGS:-}"
+  python3 scripts/mlp_train.py --json "$out/mlp_train.json" 2>&1 | tail -6 | tee "$out/mlp_train.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  for tool in memcheck racecheck; do  # every composition on both fused test bases, and the front doors
+    timeout 280 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 python3 -m pytest -q -m gpu \
+      -p no:cacheprovider tests/test_gpu_epilogue.py -k "every_composition or gemm_alpha or linear_cupy" \
+      > "$out/sanitize_epilogue_$tool.txt" 2>&1 || status=1
+    grep -aE "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$out/sanitize_epilogue_$tool.txt" | tail -2
+  done
+fi
 
 if has peak; then
   step "TF32 instruction ceilings"
