@@ -16,6 +16,10 @@ import numbers
 import sys
 
 from . import epilogue, operand, serve
+from .prepared import AUX, BASES, BIAS, SRC
+
+_SERVED: dict = {}   # torch serving key -> (serve.Ready of the fused launch, result shape, keeps pre)
+MAX_SERVED = 1024
 
 _KINDS = ("float16", "bfloat16", "float32")
 
@@ -69,6 +73,11 @@ def linear(x, weight, bias=None, activation=None, residual=None, *, aux: bool = 
     torch tensors get autograd (fp16, bf16, fp32) and trace under torch.compile: `op(x, weight,
     bias, activation, residual, keep_pre)` is the registered operator (passed in by the package,
     so that this module does not import the torch layer above it)."""
+    if type(x) is serve._TENSOR and not serve.wants_op(x, weight) and not (
+            bias is not None and bias.requires_grad or residual is not None and residual.requires_grad):
+        hit = _served(x, weight, bias, activation, residual, aux)
+        if hit is not None:
+            return hit
     act = epilogue.activation_name(activation)
     if aux and act is None:
         raise ValueError("cugemm.linear: aux=True returns the pre-activation; give an activation")
@@ -76,8 +85,62 @@ def linear(x, weight, bias=None, activation=None, residual=None, *, aux: bool = 
     if lib.kind == "torch" and _wants_op(x, weight, bias, residual):
         y, pre = op(x, weight, bias, act, residual, bool(aux) or act is not None)
         return (y, pre) if aux else y
-    y, pre = linear_impl(lib, x, weight, bias, act, residual, aux)
+    y, pre = linear_impl(lib, x, weight, bias, act, residual, aux, serve_key=(
+        _serving_key(x, weight, bias, activation, residual, aux) if lib.kind == "torch" else None))
     return (y, pre) if aux else y
+
+
+# ---- the torch serving path: a linear layer called before, from its tensors' pointers ----------------
+def _serving_key(x, weight, bias, activation, residual, aux) -> tuple:
+    """What a fused linear's launch depends on: shapes, strides, types, device, 16-byte alignment
+    classes of every operand, the activation and aux (the result is a fresh dense tensor)."""
+    return (x.shape, x.stride(), x.dtype, x.get_device(), weight.shape, weight.stride(), weight.dtype,
+            x.data_ptr() & 15, weight.data_ptr() & 15,
+            None if bias is None else (bias.shape, bias.stride(), bias.dtype, bias.data_ptr() & 15),
+            None if residual is None else (residual.shape, residual.stride(), residual.dtype,
+                                           residual.data_ptr() & 15),
+            activation, bool(aux))
+
+
+def _served(x, weight, bias, activation, residual, aux):
+    """The result of a linear layer whose fused launch is cached (one look-up, the allocations, the
+    launch), or None when it is not."""
+    e = _SERVED.get(_serving_key(x, weight, bias, activation, residual, aux))
+    if e is None:
+        return None
+    y, pre = _launch_served(e, x, weight, bias, residual, aux)
+    return (y, pre) if aux else y
+
+
+def _launch_served(e, a, b, bias, src, aux):
+    """A filed fused launch (Ready, result shape, keeps pre) on the operands' pointers and fresh
+    results from torch's allocator: (D, pre or None)."""
+    r, shape, keeps_pre = e
+    empty = serve._torch_empty
+    d = empty(shape, dtype=a.dtype, device=a.device)
+    pre = empty(shape, dtype=a.dtype, device=a.device) if keeps_pre else None
+    bases = [0] * BASES
+    bases[0], bases[1], bases[2] = a.data_ptr(), b.data_ptr(), d.data_ptr()
+    if bias is not None:
+        bases[BIAS] = bias.data_ptr()
+    if src is not None:
+        bases[SRC] = src.data_ptr()
+    if pre is not None:
+        bases[AUX] = pre.data_ptr()
+    stream = serve._torch_stream(a.get_device())
+    if r.direct:
+        r.gemm.launch(bases, stream)
+    else:
+        r.run(serve.library("torch"), stream, bases[0], bases[1], bases[2],
+              extra=[(k, bases[k]) for k in (BIAS, SRC, AUX) if bases[k]])
+    return d, pre
+
+
+def _file(key, entry) -> None:
+    with serve._lock:
+        if len(_SERVED) >= MAX_SERVED:
+            _SERVED.clear()
+        _SERVED[key] = entry
 
 
 def linear_shapes(x_shape, w_shape, bias_shape, residual_shape, who: str = "cugemm.linear") -> tuple:
@@ -95,8 +158,9 @@ def linear_shapes(x_shape, w_shape, bias_shape, residual_shape, who: str = "cuge
     return shape
 
 
-def linear_impl(lib, x, weight, bias, act, residual, want_pre: bool):
-    """The eager linear: (y, pre or None), on the caller's current stream, no autograd."""
+def linear_impl(lib, x, weight, bias, act, residual, want_pre: bool, serve_key=None):
+    """The eager linear: (y, pre or None), on the caller's current stream, no autograd. serve_key:
+    file a fused launch that reads the tensors where they lie under it (the torch serving path)."""
     who = "cugemm.linear"
     dt = _dtype(x, "x", who)
     for v, what in ((weight, "weight"), (bias, "bias"), (residual, "residual")):
@@ -112,26 +176,29 @@ def linear_impl(lib, x, weight, bias, act, residual, want_pre: bool):
     spec = epilogue.Spec(act, "col" if bias is not None else "", "post" if residual is not None else "",
                          pre is not None)
     if M and N:
-        _run(lib, x2, weight.T, y, spec, bias, r2, pre, 1.0, 1.0, who)
+        r = _run(lib, x2, weight.T, y, spec, bias, r2, pre, 1.0, 1.0, who)
+        in_place = lib.ptr(x2) == lib.ptr(x) and (r2 is None or lib.ptr(r2) == lib.ptr(residual))
+        if serve_key is not None and r is not None and r.fast and in_place and y.data_ptr() & 15 == 0:
+            _file(serve_key, (r, shape, pre is not None))
     y = y.reshape(shape)
     return y, (pre.reshape(shape) if pre is not None else None)
 
 
-def _run(lib, a, b, out, spec, bias, src, aux, alpha, beta, who) -> None:
-    """out = the epilogue of a @ b (2-D): fused where cugemm.epilogue finds a plan, else matmul + a pass."""
+def _run(lib, a, b, out, spec, bias, src, aux, alpha, beta, who):
+    """out = the epilogue of a @ b (2-D): fused where cugemm.epilogue finds a plan (returns its
+    serve.Ready), else matmul + a pass (returns None)."""
     if a.shape[1] == 0:  # an empty sum: the epilogue of zeros
         lib.zero(out)
         epilogue_only(lib, out, spec, bias, src, aux, alpha, beta)
-        return
+        return None
     dev = _device(a, lib)
     if serve._TENSOR is None and lib.kind == "torch":
         serve._see_torch(sys.modules["torch"])
     A, B, C = (serve._record(v, w) for v, w in ((a, "A"), (b, "B"), (out, "out")))
     if lib.kind == "cupy":
         with serve._on_device(dev):
-            epilogue.execute(lib, A, B, C, a, b, out, spec, bias, src, aux, alpha, beta, dev)
-    else:
-        epilogue.execute(lib, A, B, C, a, b, out, spec, bias, src, aux, alpha, beta, dev)
+            return epilogue.execute(lib, A, B, C, a, b, out, spec, bias, src, aux, alpha, beta, dev)
+    return epilogue.execute(lib, A, B, C, a, b, out, spec, bias, src, aux, alpha, beta, dev)
 
 
 def epilogue_only(lib, d, spec, bias, src, aux, alpha, beta) -> None:
@@ -148,6 +215,12 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, out=None, *, op=None):
     autograd; torch.compile traces it: `op`, the registered operator, as in linear)."""
     who = "cugemm.gemm"
     alpha, beta = _number(alpha, "alpha", who), _number(beta, "beta", who)
+    if type(a) is serve._TENSOR and out is None and not serve.wants_op(a, b) and not (
+            c is not None and c.requires_grad):
+        key = _gemm_key(a, b, c, alpha, beta)
+        e = _SERVED.get(key)
+        if e is not None:
+            return _launch_served(e, a, b, None, c if beta != 0.0 else None, None)[0]
     lib = _lib_of(a, b, c, out)
     if beta != 0.0 and c is None:
         raise ValueError(f"{who}: beta = {beta} needs c")
@@ -179,12 +252,22 @@ def gemm_impl(lib, a, b, c, alpha: float, beta: float, out=None):
     shape = gemm_shapes(tuple(a.shape), tuple(b.shape), None if c is None else tuple(c.shape))
     if out is not None and tuple(out.shape) != shape:
         raise ValueError(f"{who}: out must have shape {shape}, got {tuple(out.shape)}")
-    if out is None:
-        out = lib.empty(shape, a)
     src = c if beta != 0.0 else None
     if src is None and alpha == 1.0:  # the plain product
         return epilogue.product(lib, a, b, out)
     spec = epilogue.Spec(None, "", "pre" if src is not None else "", False)
+    fresh = out is None
+    if fresh:
+        out = lib.empty(shape, a)
     if shape[0] and shape[1]:
-        _run(lib, a, b, out, spec, None, src, None, alpha, beta, who)
+        r = _run(lib, a, b, out, spec, None, src, None, alpha, beta, who)
+        if lib.kind == "torch" and fresh and r is not None and r.fast and out.data_ptr() & 15 == 0:
+            _file(_gemm_key(a, b, c, alpha, beta), (r, shape, False))
     return out
+
+
+def _gemm_key(a, b, c, alpha, beta) -> tuple:
+    """The torch serving path's key of a gemm into a fresh result (as _serving_key)."""
+    return ("gemm", a.shape, a.stride(), a.dtype, a.get_device(), b.shape, b.stride(), b.dtype,
+            a.data_ptr() & 15, b.data_ptr() & 15,
+            None if c is None else (c.shape, c.stride(), c.dtype, c.data_ptr() & 15), alpha, beta)

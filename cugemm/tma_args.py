@@ -202,7 +202,7 @@ def tf32_args(v, A, B, C, M, N, K, raw=False, groups=(0, 0)):
 
 
 def maps_small_m(v, A, B, C, M, N, K):
-    """The 64-row rung: A in boxes {64 k, 64 rows} (M rounded up to 8 rows when M < 64; 32 rows with
+    """The 64-row rung (then the seven epilogue arguments, epilogue_args()): A in boxes {64 k, 64 rows} (M rounded up to 8 rows when M < 64; 32 rows with
     clusters along N, whose blocks copy one part each), 128-byte swizzled; B in panels of 64 columns
     (128-byte swizzle) or, where the tile width is not a multiple of 64, 32 columns (64-byte
     swizzle), boxes of 64 k rows (32 with clusters along M). A 'col' B: W's N x K memory, K-major
@@ -221,7 +221,7 @@ def maps_small_m(v, A, B, C, M, N, K):
     else:
         b_rows = BK // shared if p["ALONG_M"] else BK
         mb = tma.tensor_map_2d(B.ptr, dt, K, N, row_stride(B, N, size), (panel, b_rows), swizzle=2 * panel)
-    return ma, mb
+    return ma, mb, *_NO_EPILOGUE  # the fused epilogue's arguments (epilogue_args): none
 
 
 ab_args = cached_args(maps_ab)  # the args_fn of maps_ab, one cache for every kernel that takes those maps

@@ -40,7 +40,7 @@ def test_the_declared_product():
     bases = epilogue.capable_bases()
     assert len(bases) >= 40
     for v in bases:
-        assert v.source.startswith(("hgemm_wgmma/04_persistent.cu", "hgemm_mma/"))
+        assert v.source.startswith(("hgemm_wgmma/04_persistent.cu", "hgemm_wgmma/08_small_m.cu", "hgemm_mma/"))
         assert not v.param_dict.get("BATCHED")
     v = epilogue.variant(bases[0], epilogue.HEAVIEST)
     assert v.name == f"{bases[0].name}_ep_gelu_bcol_post_aux"
@@ -83,7 +83,11 @@ def test_every_covered_member_compiles_without_spills(reports, name):
     if isinstance(r, Exception):
         pytest.fail(str(r))
     assert r.cubin[:4] == b"\x7fELF" and "epilogue" in r.lowered_name
-    assert r.spill_bytes == 0 and r.stack_frame == 0, r.log
+    v = epilogue.by_name(name)
+    if not v.spills:  # the documented exception: epilogue.variant
+        assert r.spill_bytes == 0 and r.stack_frame == 0, r.log
+    else:
+        assert r.spill_bytes <= 64, r.log
 
 
 def test_reference_formulas():

@@ -250,3 +250,19 @@ def test_cuda_graph_replay_of_linear():
     x.copy_(torch.randn_like(x))
     graph.replay()
     assert torch.equal(y, cugemm.linear(x, w, b, "gelu", r))
+
+
+def test_the_torch_serving_path_reads_new_tensors_each_call():
+    from cugemm import fused
+
+    w, b = trand((768, 512), torch.bfloat16, 0.1), trand((768,), torch.bfloat16)
+    c = trand((192, 768), torch.bfloat16)
+    for i in range(3):  # the first call plans and files, the next ones are served from the cache
+        x = trand((2, 96, 512), torch.bfloat16)
+        r = trand((2, 96, 768), torch.bfloat16)
+        y, pre = cugemm.linear(x, w, b, "gelu", r, aux=True)
+        ref = torch_linear(x, w, b, "gelu", r)
+        assert trel(y, ref) < tol("bfloat16") and trel(pre, torch_linear(x, w, b, None, None)) < tol("bfloat16")
+        d = cugemm.gemm(x.reshape(192, 512), w.T, c, alpha=0.5, beta=2.0)
+        assert trel(d, 0.5 * x.reshape(192, 512).double() @ w.double().T + 2.0 * c.double()) < tol("bfloat16")
+    assert any(k[0] == "gemm" for k in fused._SERVED) and any(k[0] == x.shape for k in fused._SERVED)

@@ -407,6 +407,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       const Placed tile = place(t);
       const int z = tile.z, m0 = tile.m0, n0 = tile.n0, m_end = tile.m_end;
       const int live = min(PANELS, (N - n0 + 63) / 64);  // panels of the tile inside N
+      // EPI: what this slab's epilogue reads, fetched towards the SM while the K loop runs
+      epilogue::prefetch<EPI, T, BN>(m0 + 64 * cw, n0, m_end, N, tid, ep);
       // The tile's K loop with wgmmas W columns wide (the first W / 2 accumulators).
       auto k_loop = [&](auto width) {
         constexpr int W = decltype(width)::value;

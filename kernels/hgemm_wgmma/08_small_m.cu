@@ -31,17 +31,20 @@
 // need 32 columns, so the row-major form keeps BN % 32 == 0.
 //
 // Template parameters: BN (32, 64, 96, 128, 192; B_COL also 40, 48, 80; a wgmma N), STAGES, GROUP (tile rows per raster
-// band, in cluster tiles), CLUSTER (1 or 2; __cluster_dims__), ALONG_M, B_COL, T. Fixed: BM = 64,
+// band, in cluster tiles), CLUSTER (1 or 2; __cluster_dims__), ALONG_M, B_COL, T, EPI (lib/epilogue.cuh:
+// None, or a fused epilogue applied to the accumulators before the register store). Fixed: BM = 64,
 // BK = 64.
 // Launch: block = (160, 1, 1), grid = (min(cluster tiles, SMs / CLUSTER) * CLUSTER, 1, 1); dynamic
 //   shared memory hgemm_wgmma_small_m_smem_bytes<...> (SmallMSmem: STAGES * (64 + BN) * 128 + 1024);
 //   extra kernel arguments: tensor maps of A (box {64, min(64, M rounded up to 8)}, or {64, 32} for
 //   clusters along N; 128-byte swizzle) and B (box {P, 64}, or {P, 32} for clusters along M; P = 64
 //   with the 128-byte swizzle, or 32 with the 64-byte one; B_COL: a map of W's N x K memory, box
-//   {64, P}, or {64, P / 2} for clusters along M, 128-byte swizzle; P = BN for the fitted widths).
+//   {64, P}, or {64, P / 2} for clusters along M, 128-byte swizzle; P = BN for the fitted widths); then
+//   the epilogue's bias, src, aux, alpha, beta, ld_src, ld_aux (epilogue::Args; 0s, 1, 0 without one).
 // Preconditions: N % 8 == 0, K % 8 == 0, C dense (row stride N); B dense (row stride N; B_COL:
 //   column stride K, W's rows); a, b, c 16-byte aligned; M * N, M * K, K * N < 2^31; sm_90a.
 #include "../lib/barrier.cuh"
+#include "../lib/epilogue.cuh"
 #include "../lib/raster.cuh"
 #include "../lib/swizzle.cuh"
 #include "../lib/tma.cuh"
@@ -51,13 +54,17 @@
 // (BN / 64 panels of 64 columns, BN / 32 panels of 32, or one K-major panel of BN n rows).
 template <int BN, int STAGES>
 using SmallMSmem = hgemm_wgmma::RingSmem<64 * hgemm_wgmma::A_ROW_BYTES, BN * hgemm_wgmma::BK * 2, STAGES>;
-template <int BN, int STAGES, int GROUP, int CLUSTER, bool ALONG_M, bool B_COL, class T>
+template <int BN, int STAGES, int GROUP, int CLUSTER, bool ALONG_M, bool B_COL, class T,
+          class EPI = epilogue::None>
 __device__ constexpr int hgemm_wgmma_small_m_smem_bytes = SmallMSmem<BN, STAGES>::BYTES;
 
-template <int BN, int STAGES, int GROUP, int CLUSTER, bool ALONG_M, bool B_COL, class T>
+template <int BN, int STAGES, int GROUP, int CLUSTER, bool ALONG_M, bool B_COL, class T,
+          class EPI = epilogue::None>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
     hgemm_wgmma_small_m(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K,
-                        const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b) {
+                        const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b,
+                        const void* ep_bias, const void* ep_src, void* ep_aux, float ep_alpha, float ep_beta,
+                        int ep_ld_src, int ep_ld_aux) {
   using namespace hgemm_wgmma;
   using Smem = SmallMSmem<BN, STAGES>;
   constexpr int BM = 64;
@@ -164,12 +171,16 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
     const int tid = threadIdx.x;
     const int w = tid >> 5, g = (tid & 31) >> 2, t4 = tid & 3;
     auto release = [&](int s) { release_stage<CLUSTER>(&empty[s], tid); };
+    const epilogue::Args ep{ep_bias, ep_src, ep_aux, ep_alpha, ep_beta, ep_ld_src, ep_ld_aux};
     float acc[BN / 2];
     Ring<STAGES> ring;
     for (int t = walk.first(); t < walk.count; t += walk.stride) {
       const TileCoord tile = walk.tile(walk.cluster_tile(t, GROUP), rank);
+      epilogue::prefetch<EPI, T, BN>(tile.row * BM, tile.col * BN, M, N, tid, ep);  // EPI: its reads, ahead
       consume_ktiles<T, BN, STAGES, A_STAGE, B_STAGE, false, B_COL, P32 && !B_COL>(acc, ring, full, smem_addr(sA),
                                                                                   smem_addr(sB), num_kt, release);
+      // EPI (lib/epilogue.cuh): the fused epilogue on the final accumulators, before the store
+      epilogue::apply_groups<EPI, T, BN / 8>(acc, tile.row * BM + 16 * w + g, tile.col * BN + 2 * t4, M, N, ep);
       store_slab<T>(c, acc, tile.row * BM + 16 * w + g, tile.col * BN + 2 * t4, M, N);
     }
   }

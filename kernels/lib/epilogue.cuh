@@ -72,7 +72,7 @@ CUGEMM_DEVICE float activate(float x) {
     const float u = 0.79788456080286536f * fmaf(0.044715f * x, x * x, x);
     return 0.5f * x * (1.f + tanhf(u));
   } else if constexpr (ACT == SILU) {
-    return x / (1.f + __expf(-x));
+    return x * __frcp_rn(1.f + __expf(-x));  // no division's slow path; x -> -inf: x * 0
   } else {
     return x;
   }
@@ -94,6 +94,31 @@ CUGEMM_DEVICE float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 template <class T>
 CUGEMM_DEVICE float2 load_pair(const void* base, size_t offset) {
   return unpack2<T>(__ldg(reinterpret_cast<const unsigned*>(static_cast<const T*>(base) + offset)));
+}
+
+// When a tile starts (its K loop still ahead), the rows and columns its epilogue will read are
+// fetched towards the SM: S's part of the slab (rows row0 .. row0 + 63, columns n0 .. n0 + BN - 1)
+// into L2, one 128-byte line per thread and pass, and the tile's bias into L1. By the epilogue the
+// loads find them there instead of idling the tensor cores for a DRAM trip. tid: 0 .. 127.
+template <class EPI, class T, int BN>
+CUGEMM_DEVICE void prefetch(int row0, int n0, int M, int N, int tid, const Args& a) {
+  if constexpr (EPI::ACTIVE) {
+    constexpr int PER_LINE = 128 / sizeof(T), LINES = (BN + PER_LINE - 1) / PER_LINE;  // lines of a row
+    if constexpr (EPI::SRC != NO_SRC) {
+#pragma unroll
+      for (int i = tid; i < 64 * LINES; i += 128) {
+        const int r = row0 + i / LINES, n = n0 + (i % LINES) * PER_LINE;
+        if (r < M && n < N)
+          asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const T*>(a.src) + static_cast<size_t>(r) * a.ld_src + n));
+      }
+    }
+    if constexpr (EPI::BIAS == BIAS_COL) {
+      if (tid < LINES && n0 + tid * PER_LINE < N)
+        asm volatile("prefetch.global.L1 [%0];" ::"l"(static_cast<const T*>(a.bias) + n0 + tid * PER_LINE));
+    } else if constexpr (EPI::BIAS == BIAS_ROW) {
+      if (tid == 0 && row0 < M) asm volatile("prefetch.global.L1 [%0];" ::"l"(static_cast<const T*>(a.bias) + row0));
+    }
+  }
 }
 
 // JN 8-column groups j = j0 .. j0 + JN - 1 of the fragment (header), this thread's first row `row`
@@ -161,6 +186,16 @@ CUGEMM_DEVICE void apply(float (&acc)[NACC], int j0, int row, int col, int M, in
         acc[4 * j + 2 * h + 1] = x1;
       }
     }
+  }
+}
+
+// All NG 8-column groups of a fragment, JN <= 8 at a time (so that one chunk's loads stay in registers).
+template <class EPI, class T, int NG, int J0 = 0, int NACC>
+CUGEMM_DEVICE void apply_groups(float (&acc)[NACC], int row, int col, int M, int N, const Args& a) {
+  if constexpr (EPI::ACTIVE && J0 < NG) {
+    constexpr int JN = NG - J0 < 8 ? NG - J0 : 8;
+    apply<EPI, T, JN>(acc, J0, row, col, M, N, a);
+    apply_groups<EPI, T, NG, J0 + JN>(acc, row, col, M, N, a);
   }
 }
 
