@@ -1,5 +1,6 @@
 """Compile (and load through CuPy, filling its disk cache) the fused-epilogue members the GPU tests
-run: every composition on the two bases tests/test_gpu_epilogue.py names, NVRTC programs in parallel.
+run: every composition on the two bases tests/test_gpu_epilogue.py names (and the covering ones on
+its two 64-row bases), NVRTC programs in parallel.
 Run before `pytest tests/test_gpu_epilogue.py` on a fresh GPU machine (scripts/device_check.sh epilogue)."""
 import argparse
 import time
@@ -13,12 +14,14 @@ def _imports():
 
 BASES = ("hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6_bcol",
          "hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6_bcol_bf16")
+SMALL_M = ("hgemm_wgmma_m64n64k16_small_m_stage12_bcol", "hgemm_wgmma_m64n64k16_small_m_stage12_bcol_bf16")
 
 
 def main(workers: int = 16) -> None:
     epilogue, jit, registry = _imports()
     t = time.time()
     vs = [epilogue.variant(registry.get_variant(b), s) for b in BASES for s in epilogue.specs()]
+    vs += [epilogue.variant(registry.get_variant(b), s) for b in SMALL_M for s in epilogue.COVER]
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(jit.get_function, vs))
     print(f"warm_epilogue: {len(vs)} fused members loaded in {time.time() - t:.1f} s")

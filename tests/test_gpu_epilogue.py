@@ -68,6 +68,30 @@ def test_every_composition_on_the_fused_kernel(dtype, spec):
     assert key, "the named base ran fused"
 
 
+SMALL_M = {"float16": "hgemm_wgmma_m64n64k16_small_m_stage12_bcol",
+           "bfloat16": "hgemm_wgmma_m64n64k16_small_m_stage12_bcol_bf16"}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("spec", epilogue.COVER, ids=lambda s: s.tag)
+def test_covering_compositions_on_the_64_row_rung(dtype, spec):
+    M, N, K = 40, 200, 136   # one partial 64-row tile, a partial last column tile
+    a, w = rnd((M, K), dtype), rnd((N, K), dtype)
+    bias = rnd((N if spec.bias != "row" else M,), dtype) if spec.bias else None
+    src = rnd((M, N), dtype) if spec.src else None
+    out = testing.poisoned((M, N), dtype)
+    aux = testing.poisoned((M, N), dtype) if spec.aux else None
+    A, B, C = records(a, w.T, out)
+    r = epilogue.execute(serve.library("cupy"), A, B, C, a, w.T, out, spec, bias, src, aux, 1.5, 0.5, 0,
+                         base=SMALL_M[dtype])
+    assert r is not None and r.plan.variant.name.startswith(SMALL_M[dtype] + "_ep_")
+    d, pre = epilogue.reference(f64(a) @ f64(w).T, spec, None if bias is None else f64(bias),
+                                None if src is None else f64(src), 1.5, 0.5)
+    assert rel(out, d) < tol(dtype)
+    if spec.aux:
+        assert rel(aux, pre) < tol(dtype)
+
+
 # ---- the front doors ---------------------------------------------------------------------------------
 SHAPES = [(256, 512, 256),     # aligned: fused
           (16, 1024, 512),     # few rows: the 64-row rung may win (then matmul + a pass)
