@@ -109,8 +109,9 @@ def capable(v) -> bool:
     if v.source == "hgemm_wgmma/08_small_m.cu":  # the 64-row rung (BN = 192 spills 172-220 bytes with it)
         return p.get("BN", 0) <= 128
     if v.source == "hgemm_wgmma/04_persistent.cu":
-        # two consumers: with three (BM 192, 152 registers a thread) the epilogue spills 4-72 bytes
-        return bool(p.get("TMA_STORE")) and not p.get("BATCHED") and p.get("BM") == 128
+        # two consumers: with three (BM 192, 152 registers a thread) the epilogue spills 4-72 bytes;
+        # ANY_C: its storing warps apply the activation (deferred: `defers`)
+        return bool(p.get("TMA_STORE") or p.get("ANY_C")) and not p.get("BATCHED") and p.get("BM") == 128
     return bool(getattr(v, "args_rule", "") == "epilogue_defaults")
 
 
@@ -120,7 +121,7 @@ def variant(base, spec: Spec):
     if not capable(base):
         raise ValueError(f"cugemm: {base.name} takes no fused epilogue")
     spills = ""
-    if base.param_dict.get("BN") == 256 and spec.aux and spec.src == "post" and spec.activation in ("gelu",
+    if base.param_dict.get("BN") == 256 and base.param_dict.get("TMA_STORE") and spec.aux and spec.src == "post" and spec.activation in ("gelu",
                                                                                                    "gelu_tanh"):
         # measured: 0 bytes under NVRTC 13.x; the spill is in the epilogue, after the K loop
         spills = ("NVRTC 12.9 spills 12-60 bytes in the epilogue of a 128 x 256 tile with a GELU, a residual "
@@ -223,6 +224,26 @@ class _Fused:
         self.ready = ready
 
 
+# SASS instructions an element of the activation and of a residual add costs on the consumers (sm_90a,
+# NVRTC 13: gelu_bcol 2488 against relu_bcol 944 instructions for 64 elements a thread, and so on)
+ACT_INSTRUCTIONS = {None: 0, "relu": 2, "gelu": 24, "gelu_tanh": 20, "silu": 18}
+POST_INSTRUCTIONS = 4
+
+
+def defers(v) -> bool:
+    """Whether variant v's storing warps apply the activation and a residual (the ANY_C forms: the
+    consumers go on to the next tile's K loop meanwhile)."""
+    return bool(v.param_dict.get("ANY_C"))
+
+
+def consumer_us(M: int, N: int, spec: Spec, sms: int) -> float:
+    """The time the activation and a residual add take on the warps that issue the wgmmas (the
+    tensor cores idle meanwhile): M N elements, ACT_INSTRUCTIONS each, 4 x 32 lanes an SM a cycle at
+    1.755 GHz."""
+    per = ACT_INSTRUCTIONS[spec.activation] + (POST_INSTRUCTIONS if spec.src == "post" else 0)
+    return M * N * per / (sms * 128 * 1755.0)
+
+
 def pass_us(M: int, N: int, itemsize: int, spec: Spec) -> float:
     """What a separate elementwise epilogue costs (read D, S; write D, AUX), estimated."""
     moves = 2 + (spec.src != "") + spec.aux
@@ -230,17 +251,23 @@ def pass_us(M: int, N: int, itemsize: int, spec: Spec) -> float:
 
 
 def fused_plan(choice: select.Choice, spec: Spec):
-    """The plan to run fused: the best-ranked plan whose kernel is capable, reads nothing through a
-    workspace (no split-K partials, C written in place, C's extent the problem's), when it is
-    estimated no slower than the best plan and a separate pass; else None (run unfused)."""
+    """The plan to run fused: of the plans whose kernel is capable and reads nothing through a
+    workspace (no split-K partials, C written in place, C's extent the problem's), the one of least
+    estimate plus the activation's time on its consumers (consumer_us; none where the storing warps
+    apply it), when that is no more than the best plan's with its epilogue as a separate pass; else
+    None (run unfused)."""
     best = choice.plan
     p = choice.problem
-    for q in choice.ranked:
-        v = q.variant
-        if capable(v) and not q.via_c and v.workspace_fn is None and tuple(q.dims[:2]) == (p.M, p.N):
-            if q is best or q.est_us <= best.est_us + pass_us(p.M, p.N, p.dtype.itemsize, spec):
-                return q
-            return None
+    sms = getattr(getattr(p, "device", None), "sms", 132) or 132
+    fits = [q for q in choice.ranked if capable(q.variant) and not q.via_c and q.variant.workspace_fn is None
+            and tuple(q.dims[:2]) == (p.M, p.N)]
+    if not fits:
+        return None
+    cost = lambda q: q.est_us + (0.0 if defers(q.variant) else consumer_us(p.M, p.N, spec, sms))  # noqa: E731
+    q = min(fits, key=cost)
+    if q is best or cost(q) <= best.est_us + consumer_us(p.M, p.N, spec, sms) + pass_us(
+            p.M, p.N, p.dtype.itemsize, spec):
+        return q
     return None
 
 

@@ -70,12 +70,19 @@ def test_every_composition_on_the_fused_kernel(dtype, spec):
 
 SMALL_M = {"float16": "hgemm_wgmma_m64n64k16_small_m_stage12_bcol",
            "bfloat16": "hgemm_wgmma_m64n64k16_small_m_stage12_bcol_bf16"}
+ANY_C = {"float16": "hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3_bcol",
+         "bfloat16": "hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3_bcol_bf16"}
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("spec", epilogue.COVER, ids=lambda s: s.tag)
-def test_covering_compositions_on_the_64_row_rung(dtype, spec):
-    M, N, K = 40, 200, 136   # one partial 64-row tile, a partial last column tile
+@pytest.mark.parametrize("bases,shape", [(SMALL_M, (40, 200, 136)), (ANY_C, (300, 520, 136))],
+                         ids=["64_row_rung", "any_c_deferred"])
+def test_covering_compositions_on_other_forms(dtype, spec, bases, shape):
+    """The 64-row rung (one partial tile, a partial last column tile) and the ANY_C form, whose
+    storing warps apply the activation and the residual (several tiles, partial ones at both edges)."""
+    M, N, K = shape
+    SMALL_M = bases  # noqa: N806 - the base of this form
     a, w = rnd((M, K), dtype), rnd((N, K), dtype)
     bias = rnd((N if spec.bias != "row" else M,), dtype) if spec.bias else None
     src = rnd((M, N), dtype) if spec.src else None

@@ -78,7 +78,9 @@
 //   band, in cluster tiles), CLUSTER_M (1, 2), TMA_STORE, ANY_C, A_COL, B_COL, NARROW_EDGE, BATCHED,
 //   GROUPS (0, or GROUPED's table length), EPI_BOXES (2-8: TMA_STORE's staging boxes per consumer), T,
 //   EPI (lib/epilogue.cuh: None, or a Fused<...> epilogue applied to each panel's accumulators before
-//   it is staged; the 2-D TMA-store forms with two consumers, FITTED's register-stored columns too).
+//   it is staged; the 2-D TMA-store forms with two consumers, FITTED's register-stored columns too;
+//   ANY_C: the consumers apply alpha, a pre-activation source, the bias and AUX, the storing warps
+//   the activation and a residual to the staged pre-activation, off the K loop's warps).
 //   BK = 64.
 // Launch: block = (128 + 2 BM, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1); dynamic
 //   shared memory hgemm_wgmma_persistent_smem_bytes<...> (PersistentSmem); extra arguments: maps of A
@@ -176,8 +178,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                 "groups: the batched form's B and dynamic walk; A's rows, without clusters");
   constexpr bool MAPS_3D = BATCHED && !GROUPED;  // A and C: 3-D maps (GROUPED: 2-D, the groups' rows stacked)
   // (three consumers have 152 registers a thread: the epilogue's erf and loads spill 4-72 bytes there)
-  static_assert(!EPI::ACTIVE || (TMA_STORE && !BATCHED && BM == 128),
-                "a fused epilogue (lib/epilogue.cuh): the 2-D TMA-store forms with two consumers");
+  static_assert(!EPI::ACTIVE || ((TMA_STORE || ANY_C) && !BATCHED && BM == 128),
+                "a fused epilogue (lib/epilogue.cuh): the 2-D TMA-store and ANY_C forms with two consumers");
+  const epilogue::Args ep{ep_bias, ep_src, ep_aux, ep_alpha, ep_beta, ep_ld_src, ep_ld_aux};
 
   extern __shared__ char smem_raw[];
   char* const smem = align_1024(smem_raw);
@@ -368,7 +371,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
           const bool more = walk.nth(k + 1, edge_last) < total;
           for (int cw = 0; cw < 2; ++cw) {
             named_barrier_sync(BAR_STAGED + cw, BOTH);  // this tile's slab cw is staged
-            store_staged_slab<T, PANELS>(c, c_param, sC + cw * SLAB, m0 + 64 * cw, n0, live, M, N, w, 3, lane);
+            // EPI: the activation (and a residual) applied here, off the consumers (epilogue::DEFERS)
+            store_staged_slab<T, PANELS, EPI>(c, c_param, sC + cw * SLAB, m0 + 64 * cw, n0, live, M, N, w, 3, lane, ep);
             mbarrier_arrive(&drained[cw]);  // this thread's reads of slab cw are done (release)
             if (more) named_barrier_arrive(BAR_READ + cw, BOTH);  // slab cw may be restaged
           }
@@ -386,7 +390,6 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     char* const boxes = sC + cw * EPI_BOXES * BOX;
     auto release = [&](int s) { release_stage<CLUSTER_M>(&empty[s], tid); };
 
-    const epilogue::Args ep{ep_bias, ep_src, ep_aux, ep_alpha, ep_beta, ep_ld_src, ep_ld_aux};
     float acc[BN / 2];
     Ring<STAGES> ring;
     int box_flip = 0;  // an odd PANELS (BN = 192) starts every other tile on the second staging box
@@ -464,6 +467,12 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         }
       } else if constexpr (ANY_C) {
         char* const slab = sC + cw * SLAB;
+        // EPI: alpha, a pre-activation source, the bias and AUX here; the activation and a residual
+        // by the storing warps (DEFER), so that the consumers go on to the next tile's K loop
+#pragma unroll
+        for (int p = 0; p < PANELS; ++p) {
+          if (p < live) epilogue::apply<EPI, T, 8, true>(acc, 8 * p, row0 + 16 * w + g, n0 + 2 * t4, m_end, N, ep);
+        }
         // Restaging waits until the storing warps have read the last slab: asleep in the READ named
         // barrier first (cheap), then DRAINED's phase, complete by then, orders their reads before
         // these writes (acquire), an ordering racecheck verifies.

@@ -30,6 +30,7 @@
 // t = lane % 4: acc[4j + 2h + e] is row 16w + g + 8h, column 8j + 2t + e (h, e in {0, 1}).
 #pragma once
 #include "../lib/barrier.cuh"
+#include "../lib/epilogue.cuh"
 #include "../lib/mma.cuh"
 #include "../lib/wgmma.cuh"
 
@@ -223,18 +224,28 @@ __device__ __forceinline__ void stage_box_stmatrix(unsigned box, const float (&a
 // stores are st.global.cs (streaming: C is not read again). Two rows per iteration fit the storing
 // warps' 40 registers (setmaxnreg) without spills. What the stores cost and the alternatives that
 // measured slower: docs/hgemm_wgmma.md (rung 7's ANY_C form).
-template <class T, int PANELS>
+// EPI (lib/epilogue.cuh) whose DEFERS holds: each pair read from the slab is finished (the activation
+// and a post-activation source) before it is stored; the rows then go one at a time (40 registers).
+template <class T, int PANELS, class EPI = epilogue::None>
 __device__ __forceinline__ void store_staged_slab(T* __restrict__ c, int ldc, const char* slab, int row0,
-                                                  int n0, int live, int M, int N, int w, int nw, int lane) {
+                                                  int n0, int live, int M, int N, int w, int nw, int lane,
+                                                  const epilogue::Args& ep = epilogue::Args{}) {
+  constexpr bool FINISH = epilogue::DEFERS<EPI>;
   const int rows = min(64, M - row0);
   const int col = n0 + 2 * lane;  // the lane's first column in box 0
-#pragma unroll 2
+#pragma unroll(FINISH ? 1 : 2)
   for (int r = w; r < rows; r += nw) {
     const char* const src = slab + r * 128 + (((lane >> 2) ^ (r & 7)) << 4) + 4 * (lane & 3);
     unsigned v[PANELS];
 #pragma unroll
     for (int p = 0; p < PANELS; ++p) {
       if (p < live) v[p] = *reinterpret_cast<const unsigned*>(src + p * B_PANEL_BYTES);
+    }
+    if constexpr (FINISH) {
+#pragma unroll
+      for (int p = 0; p < PANELS; ++p) {
+        if (p < live && col + 64 * p < N) v[p] = epilogue::finish_pair<EPI, T>(v[p], row0 + r, col + 64 * p, ep);
+      }
     }
     T* const dst = c + static_cast<size_t>(row0 + r) * ldc + col;
     const bool pairs = (reinterpret_cast<size_t>(dst) & 3) == 0;

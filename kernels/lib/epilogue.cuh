@@ -49,6 +49,8 @@ struct Args {
 // No epilogue: the kernel stores alpha = 1 times its accumulators, as before.
 struct None {
   static constexpr bool ACTIVE = false;
+  static constexpr int ACT = NONE, BIAS = NO_BIAS, SRC = NO_SRC;
+  static constexpr bool AUX = false;
 };
 
 template <int ACT_, int BIAS_, int SRC_, bool AUX_>
@@ -124,8 +126,13 @@ CUGEMM_DEVICE void prefetch(int row0, int n0, int M, int N, int tid, const Args&
 // JN 8-column groups j = j0 .. j0 + JN - 1 of the fragment (header), this thread's first row `row`
 // and first column `col`: every load first (S's pairs, the bias), then the arithmetic and the AUX
 // stores; the accumulators leave holding D (fp32, rounded to T by the caller's store).
-template <class EPI, class T, int JN, int NACC>
+// DEFER: the activation and a post-activation S are left to finish_pair (the storing warps of an
+// ANY_C form apply them to the staged, rounded pre-activation while the consumers go on).
+template <class EPI>
+inline constexpr bool DEFERS = EPI::ACTIVE && (EPI::ACT != NONE || EPI::SRC == SRC_POST);
+template <class EPI, class T, int JN, bool DEFER = false, int NACC>
 CUGEMM_DEVICE void apply(float (&acc)[NACC], int j0, int row, int col, int M, int N, const Args& a) {
+  constexpr bool LOAD_S = EPI::SRC == SRC_PRE || (EPI::SRC == SRC_POST && !DEFER);
   if constexpr (EPI::ACTIVE) {
     float2 s[JN][2], bc[JN];
     float br[2] = {0.f, 0.f};
@@ -140,7 +147,7 @@ CUGEMM_DEVICE void apply(float (&acc)[NACC], int j0, int row, int col, int M, in
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         s[jj][h] = make_float2(0.f, 0.f);
-        if constexpr (EPI::SRC != NO_SRC) {
+        if constexpr (LOAD_S) {
           const int r = row + 8 * h;
           if (in_n && r < M) s[jj][h] = load_pair<T>(a.src, static_cast<size_t>(r) * a.ld_src + n);
         }
@@ -176,17 +183,34 @@ CUGEMM_DEVICE void apply(float (&acc)[NACC], int j0, int row, int col, int M, in
             *reinterpret_cast<unsigned*>(static_cast<T*>(a.aux) + static_cast<size_t>(r) * a.ld_aux + n) =
                 pack2<T>(x0, x1);
         }
-        x0 = activate<EPI::ACT>(x0);
-        x1 = activate<EPI::ACT>(x1);
-        if constexpr (EPI::SRC == SRC_POST) {
-          x0 = fmaf(a.beta, s[jj][h].x, x0);
-          x1 = fmaf(a.beta, s[jj][h].y, x1);
+        if constexpr (!DEFER) {
+          x0 = activate<EPI::ACT>(x0);
+          x1 = activate<EPI::ACT>(x1);
+          if constexpr (EPI::SRC == SRC_POST) {
+            x0 = fmaf(a.beta, s[jj][h].x, x0);
+            x1 = fmaf(a.beta, s[jj][h].y, x1);
+          }
         }
         acc[4 * j + 2 * h] = x0;
         acc[4 * j + 2 * h + 1] = x1;
       }
     }
   }
+}
+
+// The deferred half (DEFER above) on one staged pair v of T at row r, columns n, n + 1 (n even, N
+// even, n < N): act(x) + beta * S, rounded again to T.
+template <class EPI, class T>
+CUGEMM_DEVICE unsigned finish_pair(unsigned v, int r, int n, const Args& a) {
+  float2 x = unpack2<T>(v);
+  x.x = activate<EPI::ACT>(x.x);
+  x.y = activate<EPI::ACT>(x.y);
+  if constexpr (EPI::SRC == SRC_POST) {
+    const float2 s = load_pair<T>(a.src, static_cast<size_t>(r) * a.ld_src + n);
+    x.x = fmaf(a.beta, s.x, x.x);
+    x.y = fmaf(a.beta, s.y, x.y);
+  }
+  return pack2<T>(x.x, x.y);
 }
 
 // All NG 8-column groups of a fragment, JN <= 8 at a time (so that one chunk's loads stay in registers).
