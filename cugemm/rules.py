@@ -12,6 +12,15 @@ from __future__ import annotations
 
 from . import grids, splitk, tma_args
 
+
+def epilogue_defaults(v, A, B, C, M, N, K, raw=False):
+    """The arguments of kernels whose last parameters are a fused epilogue's seven and nothing else
+    (hgemm_mma/05_swizzle.cu): their no-epilogue values, tma_args.epilogue_args() (a fused launch
+    replaces them: cugemm.epilogue, serve.Ready). cugemm.epilogue takes a variant of this rule for a
+    base of fused members."""
+    return tma_args.epilogue_args()
+
+
 GRIDS = {
     "persistent": grids.persistent_grid,
     "swizzle": grids.swizzle_grid,
@@ -33,6 +42,7 @@ ARGS = {
     "batch": grids.batch_args,
     "splitk": splitk.args,
     "skinny": splitk.skinny_args,
+    "epilogue_defaults": epilogue_defaults,
 }
 
 WORKSPACES = {

@@ -16,7 +16,9 @@ BASES = ("hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6_bcol",
          "hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6_bcol_bf16")
 SMALL_M = ("hgemm_wgmma_m64n64k16_small_m_stage12_bcol", "hgemm_wgmma_m64n64k16_small_m_stage12_bcol_bf16",
            "hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3_bcol",
-           "hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3_bcol_bf16")  # and the ANY_C form
+           "hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3_bcol_bf16",  # the ANY_C form
+           "hgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge",  # the mma.sync rung
+           "bgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge")
 
 
 def main(workers: int = 16) -> None:

@@ -57,16 +57,20 @@ def test_the_declared_product():
 COVER = epilogue.coverage()
 
 
+# every arch each member claims (sm_80 and sm_90 for the mma.sync rung, sm_90a for the wgmma ones)
+JOBS = [(v, _arch.compile_target(v, _arch.parse(a).cc)) for v in COVER for a in v.archs]
+
+
 @pytest.fixture(scope="module")
 def reports():
-    def one(v):
+    def one(job):
         try:
-            return jit.compile_offline(v, _arch.compile_target(v, 90))
+            return jit.compile_offline(*job)
         except Exception as e:  # noqa: BLE001 - reported by the test
             return e
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(zip((v.name for v in COVER), pool.map(one, COVER)))
+        return dict(zip(((v.name, t) for v, t in JOBS), pool.map(one, JOBS)))
 
 
 def test_coverage_takes_every_part():
@@ -77,9 +81,9 @@ def test_coverage_takes_every_part():
     assert len(COVER) == len(epilogue.capable_bases()) + 2 * (len(epilogue.COVER) - 1)
 
 
-@pytest.mark.parametrize("name", [v.name for v in COVER])
-def test_every_covered_member_compiles_without_spills(reports, name):
-    r = reports[name]
+@pytest.mark.parametrize("name,target", [(v.name, t) for v, t in JOBS], ids=[f"{v.name}-{t}" for v, t in JOBS])
+def test_every_covered_member_compiles_without_spills(reports, name, target):
+    r = reports[(name, target)]
     if isinstance(r, Exception):
         pytest.fail(str(r))
     assert r.cubin[:4] == b"\x7fELF" and "epilogue" in r.lowered_name

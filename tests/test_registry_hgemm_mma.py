@@ -118,9 +118,9 @@ def test_record(v):
         assert v.name.endswith("_edge_batched") == batched and "_swizzle" in v.name
         m = re.search(r"_bswizzle(\d*)_", name + "_")
         assert p["GROUP"] == (int(m.group(1) or 8) if m else 0)  # _bswizzle: bands of 8 tile rows
-        assert p["RBUF"] == ("_rbuf" in name) and p["EPI"] == ("_epi" in name)
+        assert p["RBUF"] == ("_rbuf" in name) and p["EPI_SMEM"] == ("_epi" in name)
         assert p["F16ACC"] == name.endswith("_f16acc") and p["EDGE"] == name.endswith("_edge")
-        assert v.smem_dynamic == swizzle_smem(bm, bn, p["BK"], p["STAGES"], p["EPI"]) and v.grid_fn is None
+        assert v.smem_dynamic == swizzle_smem(bm, bn, p["BK"], p["STAGES"], p["EPI_SMEM"]) and v.grid_fn is None
         assert (v.args_rule == "batch") == batched and (not batched or v.matmul.order >= 200)
     elif v.template == "hgemm_mma_persistent":
         assert f"_stage{p['STAGES']}_persistent" in v.name and p["GROUP"] == 8

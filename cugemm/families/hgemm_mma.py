@@ -68,12 +68,15 @@ def _stages(name, *, WARPS_M=2, WARPS_N=4, FRAGS_M=4, FRAGS_N=4, BK=32, STAGES, 
 def _swizzle(name, *, WARPS_M=2, WARPS_N=4, FRAGS_M=4, FRAGS_N=4, BK=32, STAGES=3, GROUP=0, RBUF=False,
              EPI=False, EDGE=False, F16ACC=False, dtype="float16", doc, **kw):
     bm, bn = _tiles(WARPS_M, WARPS_N, FRAGS_M, FRAGS_N)
+    # EPI (rung 8, the shared-memory epilogue) is the kernel's EPI_SMEM: its EPI is the fused epilogue
+    # (lib/epilogue.cuh; None here, cugemm.epilogue appends ("EPI", "epilogue::Fused<...>")), whose
+    # seven arguments every launch passes (args rule epilogue_defaults)
     return _record(name, source="hgemm_mma/05_swizzle.cu", template="hgemm_mma_swizzle",
                    params=(("WARPS_M", WARPS_M), ("WARPS_N", WARPS_N), ("FRAGS_M", FRAGS_M),
                            ("FRAGS_N", FRAGS_N), ("BK", BK), ("STAGES", STAGES), ("GROUP", GROUP),
-                           ("RBUF", RBUF), ("EPI", EPI), ("EDGE", EDGE), ("F16ACC", F16ACC)),
+                           ("RBUF", RBUF), ("EPI_SMEM", EPI), ("EDGE", EDGE), ("F16ACC", F16ACC)),
                    tile=(bm, bn, BK), threads=32 * WARPS_M * WARPS_N, dtype=dtype, f16acc=F16ACC,
-                   edge=EDGE, doc=doc, **kw)
+                   edge=EDGE, args_rule="epilogue_defaults", doc=doc, **kw)
 
 
 def _swizzle_batched(v: Variant, order: int) -> Variant:
