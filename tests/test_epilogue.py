@@ -148,4 +148,10 @@ def test_fused_or_not():
     assert epilogue.fused_plan(Choice(prob, near, [near]), spec) is near
     via_c = dataclasses.replace(near, via_c=True)
     assert epilogue.fused_plan(Choice(prob, via_c, [via_c]), spec) is None
+    # an ANY_C plan as fast as a TMA-store one: its storing warps are charged more for an activation
+    anyc = _plan("hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3_bcol", 10.0)
+    tma = _plan("hgemm_wgmma_m64n256k16_persistent_cluster2_tma_store_stage4_bcol", 10.0)
+    assert epilogue.storing_us(1024, 1024, spec, 132) > epilogue.consumer_us(1024, 1024, spec, 132) > 0
+    assert epilogue.fused_plan(Choice(prob, anyc, [anyc, tma]), spec) is tma
+    assert epilogue.fused_plan(Choice(prob, anyc, [anyc, tma]), epilogue.Spec(bias="col")) is anyc
     assert p is None
