@@ -269,7 +269,7 @@ def fused_plan(choice: select.Choice, spec: Spec):
     # The activation costs its consumers' time on every form but ANY_C, whose storing warps apply it
     # (DEFER): those are charged storing_us, more, since they measured slower (H100,
     # results/judge/epilogue_anyc_h100_s38.json: 16384x3072x768 GELU 3.0x the plain product against
-    # 1.5x on the consumers, 4096^3 1.39x against 1.09x), so an ANY_C plan runs an activation only
+    # 1.5x on the consumers, 4096^3 1.32-1.39x against 1.09-1.13x, two runs), so an ANY_C plan runs an activation only
     # where its plain product is that much faster.
     def cost(q):
         if q.variant.param_dict.get("ANY_C"):
