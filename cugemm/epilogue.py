@@ -211,19 +211,9 @@ def reference(product, spec: Spec, bias=None, src=None, alpha=1.0, beta=1.0):
 
 
 # ---- running one product with an epilogue ------------------------------------------------------------
-_FUSED: dict = {}    # plan key + spec -> _Fused (or None: this problem runs unfused)
+_FUSED: dict = {}    # plan key + spec -> the fused launch's serve.Ready (None: this problem runs unfused)
 _lock = threading.Lock()
 MAX_PLANS = 1024
-
-
-class _Fused:
-    """A fused launch prepared for raw pointers (serve.Ready with the epilogue's arguments at
-    sentinel addresses); ready.plan says what it runs."""
-
-    __slots__ = ("ready",)
-
-    def __init__(self, ready):
-        self.ready = ready
 
 
 # SASS instructions an element of the activation and of a residual add costs on the consumers (sm_90a,
@@ -282,15 +272,6 @@ def fused_plan(choice: select.Choice, spec: Spec):
     return None
 
 
-def _checked_vector(lib, v, n: int, dt, what: str):
-    op = operand.describe(v, what, "cugemm")
-    if op.dtype is None or op.dtype.name != dt.name:
-        raise TypeError(f"cugemm: {what} has dtype {operand.dtype_name(op)}; the product's is {dt.name}")
-    if len(op.shape) != 1 or op.shape[0] != n:
-        raise ValueError(f"cugemm: {what} must be a vector of {n} values, got shape {op.shape}")
-    return op
-
-
 def fusable_memory(spec: Spec, bias, src, aux) -> bool:
     """Whether the kernel's 4-byte pair accesses fit the vectors' and matrices' memory: dense rows,
     4-byte aligned pointers, even row strides (operand records)."""
@@ -332,7 +313,7 @@ def execute(lib, A, B, C, a, b, out, spec: Spec, bias=None, src=None, aux=None, 
                 ld_aux = recs[2].strides[0] // recs[2].dtype.itemsize if recs[2] is not None else 0
                 ep = epilogue_args(sentinel(BIAS) if bias is not None else 0, sentinel(SRC) if src is not None else 0,
                                    sentinel(AUX) if aux is not None else 0, alpha, beta, ld_src, ld_aux)
-                f = _Fused(serve.Ready(plan, A, B, C, dev, epilogue=ep))
+                f = serve.Ready(plan, A, B, C, dev, epilogue=ep)
         with _lock:
             if len(_FUSED) >= MAX_PLANS:
                 _FUSED.clear()
@@ -340,10 +321,9 @@ def execute(lib, A, B, C, a, b, out, spec: Spec, bias=None, src=None, aux=None, 
     if f is None:
         unfused(lib, a, b, out, spec, bias, src, aux, alpha, beta)
         return None
-    r = f.ready
     extra = [(k, rec.ptr) for k, rec in ((BIAS, recs[0]), (SRC, recs[1]), (AUX, recs[2])) if rec is not None]
-    r.run(lib, lib.stream(dev), A.ptr, B.ptr, C.ptr, a, b, out, extra=extra)
-    return r
+    f.run(lib, lib.stream(dev), A.ptr, B.ptr, C.ptr, a, b, out, extra=extra)
+    return f
 
 
 def choice(A, B, C, spec: Spec, dev: int = 0):
@@ -365,10 +345,15 @@ def unfused(lib, a, b, out, spec: Spec, bias=None, src=None, aux=None, alpha=1.0
         lib.copy(out, d)
         return
     product(lib, a, b, out)
+    elementwise(lib, out, spec, bias, src, aux, alpha, beta)
+
+
+def elementwise(lib, d, spec: Spec, bias=None, src=None, aux=None, alpha=1.0, beta=1.0) -> None:
+    """d = the epilogue of d (the product, rounded) in place, by one pass of the caller's library."""
     if lib.kind == "torch":
-        _torch_pass(out, spec, bias, src, aux, alpha, beta)
+        _torch_pass(d, spec, bias, src, aux, alpha, beta)
     else:
-        _cupy_pass(out, spec, bias, src, aux, alpha, beta)
+        _cupy_pass(d, spec, bias, src, aux, alpha, beta)
 
 
 def product(lib, a, b, out=None):

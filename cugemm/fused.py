@@ -189,7 +189,7 @@ def _run(lib, a, b, out, spec, bias, src, aux, alpha, beta, who):
     serve.Ready), else matmul + a pass (returns None)."""
     if a.shape[1] == 0:  # an empty sum: the epilogue of zeros
         lib.zero(out)
-        epilogue_only(lib, out, spec, bias, src, aux, alpha, beta)
+        epilogue.elementwise(lib, out, spec, bias, src, aux, alpha, beta)
         return None
     dev = _device(a, lib)
     if serve._TENSOR is None and lib.kind == "torch":
@@ -199,13 +199,6 @@ def _run(lib, a, b, out, spec, bias, src, aux, alpha, beta, who):
         with serve._on_device(dev):
             return epilogue.execute(lib, A, B, C, a, b, out, spec, bias, src, aux, alpha, beta, dev)
     return epilogue.execute(lib, A, B, C, a, b, out, spec, bias, src, aux, alpha, beta, dev)
-
-
-def epilogue_only(lib, d, spec, bias, src, aux, alpha, beta) -> None:
-    if lib.kind == "torch":
-        epilogue._torch_pass(d, spec, bias, src, aux, alpha, beta)
-    else:
-        epilogue._cupy_pass(d, spec, bias, src, aux, alpha, beta)
 
 
 # ---- gemm ---------------------------------------------------------------------------------------------

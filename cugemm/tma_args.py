@@ -240,15 +240,15 @@ _NO_EPILOGUE = epilogue_args()
 EPILOGUE_ARGS = len(_NO_EPILOGUE)  # a persistent launch's last arguments (cugemm.epilogue replaces them)
 
 
-def persistent_args(v, A, B, C, M, N, K, raw=False, work=None, dev=None, groups=(0, 0), epilogue=None):
+def persistent_args(v, A, B, C, M, N, K, raw=False, work=None, dev=None, groups=(0, 0)):
     """The persistent rungs' arguments: maps_persistent's (cached), then the address of the dynamic
     walk's two counters (the batched forms without clusters: work.counters, cugemm.workspace; 0 for
     every other form, whose walk is static), then `groups`: the GROUPED forms' (address of the
     groups' ends, masked_m) (cugemm.grouped; (0, 0): one group of all M rows, as cugemm.run runs one),
-    then the fused epilogue's arguments (`epilogue`: epilogue_args(...); None: no epilogue)."""
+    then the fused epilogue's arguments with no epilogue (epilogue_args(): a fused launch replaces
+    them, serve.Ready)."""
     return _persistent_maps(v, A, B, C, M, N, K, raw=raw) + (
-        np.uint64(work.counters if work is not None else 0), np.uint64(groups[0]), np.int32(groups[1])) + (
-        epilogue if epilogue is not None else _NO_EPILOGUE)
+        np.uint64(work.counters if work is not None else 0), np.uint64(groups[0]), np.int32(groups[1])) + _NO_EPILOGUE
 
 
 # ---- the FP8 rungs (kernels/fp8_wgmma/) ----------------------------------------------------------
