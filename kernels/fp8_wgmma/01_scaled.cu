@@ -88,5 +88,4 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     if (tid == 0 && ldc == 0) tma_store_wait<0>();  // the last stores have written C
   }
   __syncwarp();
-  if constexpr (CLUSTER_M > 1) cluster_sync();  // no block leaves while another may multicast into it
 }

@@ -231,5 +231,4 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     if (tid == 0 && ldc == 0) tma_store_wait<0>();
   }
   __syncwarp();
-  if constexpr (CLUSTER_M > 1) cluster_sync();
 }

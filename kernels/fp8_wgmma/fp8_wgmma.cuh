@@ -103,6 +103,8 @@ CUGEMM_DEVICE void produce(const TensorMap* tmap_a, const TensorMap* tmap_b, uns
       ring.advance();
     }
   }
+  // the cluster's arrivals on this block's ring are all in before it may leave (no end barrier)
+  if constexpr (CLUSTER_M > 1) drain_ring(ring, empty);
 }
 
 // ---- the epilogue's vectors fetched into L1 when a tile starts ---------------------------------------

@@ -142,8 +142,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(32 * WARPS_M
           pos.advance();
         }
       }
+      // the cluster's arrivals on this block's ring are all in before it may leave (no end barrier)
+      if constexpr (CLUSTER_M > 1) drain_ring(pos, empty);
     }
-    if constexpr (CLUSTER_M > 1) cluster_sync();  // the consumers' final cluster barrier (below)
     return;
   }
 
@@ -191,5 +192,4 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(32 * WARPS_M
     }
   }
   if (lane == 0) tma_store_wait<0>();  // the last stores have written C
-  if constexpr (CLUSTER_M > 1) cluster_sync();  // no block leaves while its pair may still arrive on it
 }

@@ -351,6 +351,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
           atomicExch(&tiles[1], 0u);
         }
       }
+      // the cluster's arrivals on this block's ring are all in before it may leave (no end barrier)
+      if constexpr (CLUSTER_M > 1) drain_ring(ring, empty);
     } else if (threadIdx.x >= 32) {
       if constexpr (ANY_C) {
         // ---- ANY_C: warps 1-3 write the consumers' staged slabs to C (what TMA does for rung 7) ----
@@ -492,7 +494,4 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     }
   }
   __syncwarp();
-  if constexpr (CLUSTER_M > 1) {
-    cluster_sync();  // no block leaves while another may still multicast into it or arrive on it
-  }
 }

@@ -193,6 +193,8 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
           ring.advance();
         }
       }
+      // the cluster's arrivals on this block's ring are all in before it may leave (no end barrier)
+      if constexpr (CLUSTER_N > 1) drain_ring(ring, empty);
     }
   } else {
     // ---- consumers -----------------------------------------------------------------------------
@@ -294,7 +296,4 @@ __global__ void __cluster_dims__(CLUSTER_N, 1, 1) __launch_bounds__(384, 1)
     }
   }
   __syncwarp();
-  if constexpr (CLUSTER_N > 1) {
-    cluster_sync();
-  }
 }

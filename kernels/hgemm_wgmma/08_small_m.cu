@@ -165,6 +165,8 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
           ring.advance();
         }
       }
+      // the cluster's arrivals on this block's ring are all in before it may leave (no end barrier)
+      if constexpr (CLUSTER > 1) drain_ring(ring, empty);
     }
   } else {
     // ---- consumer: warps 0-3, one 64 x BN slab ---------------------------------------------------
@@ -185,7 +187,4 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
     }
   }
   __syncwarp();
-  if constexpr (CLUSTER > 1) {
-    cluster_sync();  // no block leaves while another may still multicast into it or arrive on it
-  }
 }

@@ -94,10 +94,21 @@ CUGEMM_DEVICE unsigned cluster_ctarank() {
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
   return r;
 }
-// All threads of all blocks of the cluster: arrive (release) then wait (acquire).
+// All threads of all blocks of the cluster: arrive (release) then wait (acquire). The release at
+// cluster scope is a MEMBAR.ALL.GPU: about 0.7 us per barrier on an H100, whatever is outstanding
+// (scripts/cluster_floor_probe.py: an empty 128-block kernel in clusters of 2 takes 0.99 us, 2.37 us
+// with two of these, 1.10 us with two relaxed ones). Only where the other blocks must see this
+// block's ordinary memory writes (no kernel of the zoo needs that now).
 CUGEMM_DEVICE void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
                    : "memory");
+}
+// The same barrier without ordering memory (arrive.relaxed): what the blocks publish to each other is
+// ordered by other means (the mbarrier inits: fence.mbarrier_init.release.cluster, CUTLASS's
+// cluster_arrive_relaxed + cluster_wait), or nothing is (a block leaving only after the others have
+// read what they read of it: the values are in their registers before they arrive).
+CUGEMM_DEVICE void cluster_sync_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
 }
 // An arrival on block `cta`'s mbarrier at the same offset, with the default (.release.cta)
 // semantics instead of a cluster-scope release: no MEMBAR.GPU in front of it. Enough when the
@@ -149,11 +160,15 @@ CUGEMM_DEVICE void init_ring_barriers(unsigned long long* full, unsigned long lo
   fence_mbarrier_init();
 }
 
-// Every block of the cluster (CLUSTER > 1) or every thread of the block past this point.
+// Every block of the cluster (CLUSTER > 1) or every thread of the block past this point: the start of
+// a kernel, after init_ring_barriers (whose fence.mbarrier_init publishes the barriers to the
+// cluster). With clusters the barrier is relaxed, after a block-scope fence for the block's own other
+// shared-memory writes (e.g. the grouped forms' tables): no MEMBAR.ALL.GPU (cluster_sync).
 template <int CLUSTER>
 CUGEMM_DEVICE void sync_cta_or_cluster() {
   if constexpr (CLUSTER > 1) {
-    cluster_sync();
+    __threadfence_block();
+    cluster_sync_relaxed();
   } else {
     __syncthreads();
   }
@@ -173,3 +188,17 @@ struct Ring {
     }
   }
 };
+
+// The end of a cluster kernel's producer (CUTLASS's producer tail): wait until every consumer of every
+// block of the cluster has released the last use of each stage of this block's ring (the EMPTY phase
+// the producer would wait for before using the stage again). After it no other block's arrival is on
+// its way to this block's barriers, and every copy multicast into this block has landed (its own
+// consumers waited for each): the block may leave without a cluster barrier at the end.
+template <int STAGES>
+CUGEMM_DEVICE void drain_ring(Ring<STAGES>& ring, unsigned long long* empty) {
+#pragma unroll 1
+  for (int i = 0; i < STAGES; ++i) {
+    mbarrier_wait(&empty[ring.stage], ring.phase ^ 1);
+    ring.advance();
+  }
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Re-time the buckets of a shipped table where changed kernels may now win, in one run per bucket:
+for each bucket of the named groups whose table entry has a variant matching GLOB less than MARGIN us
+behind the bucket's best time (a kernel that got that much faster may now be chosen there), time those
+variants and the bucket's TOP fastest, alternating with
+cupy.matmul (cugemm.tuner.tune on the bucket's own shape), and merge the times into the table
+(--table, a copy of cugemm/tables/h100.json: copy it back to ship it).
+
+    python3 scripts/retime_buckets.py --table OUT.json --groups 'float16|row,col|aligned' --glob '*cluster*'
+                                      [--margin 2.0] [--top 3] [--limit N] [--dry-run]
+
+Used when the cluster kernels' start and end barriers got cheaper (~1.5 us a launch): their table
+times were measured before.
+"""
+import argparse
+import fnmatch
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def plan_buckets(entries: dict, groups, glob: str, margin: float, top: int):
+    """[(group, shape, [variant names])] of the buckets to re-time, in table order."""
+    out = []
+    for key, rec in entries.items():
+        group = key.rsplit("|", 1)[0]
+        if group not in groups:
+            continue
+        us = {v: t for v, t in rec["us"].items() if isinstance(t, (int, float)) and t > 0}
+        if not us:
+            continue
+        best = min(us.values())
+        # a changed variant that is already the bucket's best stays it; one that may have overtaken it
+        changed = [v for v, t in us.items() if fnmatch.fnmatch(v, glob) and best < t < best + margin]
+        if not changed:
+            continue
+        fastest = sorted(us, key=us.get)[:top]
+        out.append((group, tuple(rec["shape"]), sorted(set(changed) | set(fastest))))
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--table", required=True, help="the table to read and merge into (a copy of the shipped one)")
+    p.add_argument("--groups", required=True, help="tuning groups, ';'-separated (e.g. 'float16|row,col|aligned')")
+    p.add_argument("--glob", required=True, help="the changed variants (glob)")
+    p.add_argument("--margin", type=float, default=2.0, help="us: how much faster a changed kernel may have got")
+    p.add_argument("--top", type=int, default=3, help="the bucket's fastest variants timed beside them")
+    p.add_argument("--limit", type=int, default=0, help="at most this many buckets (0: all)")
+    p.add_argument("--dry-run", action="store_true", help="list the buckets and variants, time nothing")
+    args = p.parse_args()
+    entries = json.loads(Path(args.table).read_text())["entries"]
+    todo = plan_buckets(entries, set(args.groups.split(";")), args.glob, args.margin, args.top)
+    if args.limit:
+        todo = todo[:args.limit]
+    print(f"retime_buckets: {len(todo)} buckets, {sum(len(v) for _, _, v in todo)} timings", flush=True)
+    if args.dry_run:
+        for group, shape, names in todo:
+            print(group, "x".join(map(str, shape)), names)
+        return
+    from cugemm import tuner
+
+    t0 = time.time()
+    for i, (group, shape, names) in enumerate(todo):
+        dtype, layouts = group.split("|")[0], tuple(group.split("|")[1].split(","))
+        rows = tuner.tune([shape], dtype, layouts=layouts, variants=names, path=args.table, ship=True)
+        bad = [r for r in rows if r.get("status") in ("FAIL", "error")]
+        if bad:
+            print(f"  {shape}: {[(r['variant'], r['status'], r.get('detail', r.get('rel_err'))) for r in bad]}")
+        if i % 20 == 0:
+            print(f"  {i + 1}/{len(todo)} buckets, {time.time() - t0:.0f} s", flush=True)
+    print(f"retime_buckets: done in {time.time() - t0:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
