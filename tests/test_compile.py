@@ -122,6 +122,29 @@ def test_wgmma_groups_are_not_serialised(reports, name):
     assert 2 * ends <= len(gmma), f"{v.name}: {ends} of its {len(gmma)} GMMAs end a group: serialised by ptxas"
 
 
+# one cubin per cluster kernel file and cluster shape
+CLUSTER_KERNELS = sorted({(v.source, v.cluster): v.name for v in sorted(variants(), key=lambda v: v.name)
+                          if v.cluster != (1, 1, 1) and "sm_90a" in v.archs}.values())
+
+
+@pytest.mark.parametrize("name", CLUSTER_KERNELS)
+def test_cluster_kernels_pay_no_gpu_scope_fence(reports, name):
+    """A cluster kernel synchronises its blocks with a relaxed cluster barrier at the start (the
+    mbarrier inits are published by fence.mbarrier_init) and a producer tail at the end
+    (lib/barrier.cuh, drain_ring), not with barrier.cluster.arrive.release, whose cluster-scope
+    release is a MEMBAR.ALL.GPU costing ~0.7 us a barrier on an H100 (docs/kernels_lib.md)."""
+    from cugemm import toolkit
+
+    if toolkit.find_tool("cuobjdump") is None or toolkit.find_tool("nvdisasm") is None:
+        pytest.skip("no cuobjdump / nvdisasm: in the CUDA toolkit or the test extra's wheels")
+    r = reports[(name, "sm_90a")]
+    if isinstance(r, Exception):
+        pytest.fail(str(r))
+    sass = jit.disassemble(r.cubin)
+    assert "UCGABAR_ARV" in sass, f"{name}: no cluster barrier at all"
+    assert "MEMBAR.ALL.GPU" not in sass, f"{name}: a GPU-scope fence (a release cluster barrier?)"
+
+
 def test_compile_error_carries_name_and_log(monkeypatch):
     v = cugemm.get_variant("sgemm_naive_f32")
     monkeypatch.setattr(jit, "source", lambda variant: "template <int A, int B> __global__ void "

@@ -1,0 +1,27 @@
+"""scripts/retime_buckets.py picks the buckets where a changed kernel may now win: one of the changed
+variants less than the margin behind the bucket's best, timed beside the bucket's fastest."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import retime_buckets  # noqa: E402
+
+G = "float16|row,col|aligned"
+ENTRIES = {
+    f"{G}|20,20,20": {"shape": [1024, 1024, 1024], "us": {"a": 10.0, "b_cluster2": 11.5, "c": 10.4, "d": 12.0}},
+    f"{G}|22,22,22": {"shape": [2048, 2048, 2048], "us": {"a": 30.0, "b_cluster2": 33.0}},   # 3 us behind
+    f"{G}|24,24,24": {"shape": [4096, 4096, 4096], "us": {"a": 90.0, "b_cluster2": 80.0}},   # already best
+    f"bfloat16|row,col|aligned|20,20,20": {"shape": [1024, 1024, 1024], "us": {"a": 10.0, "b_cluster2": 10.5}},
+}
+
+
+def test_only_buckets_a_changed_kernel_may_now_win():
+    todo = retime_buckets.plan_buckets(ENTRIES, {G}, "*cluster*", margin=2.0, top=2)
+    assert todo == [(G, (1024, 1024, 1024), ["a", "b_cluster2", "c"])]
+
+
+def test_the_margin_and_the_groups_widen_it():
+    todo = retime_buckets.plan_buckets(ENTRIES, {G, "bfloat16|row,col|aligned"}, "*cluster*", margin=4.0, top=1)
+    assert [(g, s) for g, s, _ in todo] == [(G, (1024, 1024, 1024)), (G, (2048, 2048, 2048)),
+                                            ("bfloat16|row,col|aligned", (1024, 1024, 1024))]
+    assert all("a" in names and "b_cluster2" in names for _, _, names in todo)
