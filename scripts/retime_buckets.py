@@ -9,6 +9,11 @@ cupy.matmul (cugemm.tuner.tune on the bucket's own shape), and merge the times i
     python3 scripts/retime_buckets.py --table OUT.json --groups 'float16|row,col|aligned' --glob '*cluster*'
                                       [--margin 2.0] [--top 3] [--limit N] [--dry-run]
 
+A variant that does not match GLOB (its kernel did not change) then has two measurements of the same
+kernel at the same shape, the table's and the new one: the table keeps their geometric mean (pool),
+so one noisy run does not decide alone. `--pool-only OLD` applies that step to a table re-timed before
+(OLD: the table as it was), timing nothing.
+
 Used when the cluster kernels' start and end barriers got cheaper (~1.5 us a launch): their table
 times were measured before.
 """
@@ -42,6 +47,27 @@ def plan_buckets(entries: dict, groups, glob: str, margin: float, top: int):
     return out
 
 
+def pool(old: dict, new: dict, todo, glob: str) -> int:
+    """In `new` (entries, changed in place): for each re-timed bucket of `todo`, every variant not
+    matching `glob` timed in both `old` and `new` gets the geometric mean of its two times. Returns
+    how many times were pooled."""
+    from cugemm import tuning
+
+    pooled = 0
+    for group, shape, _ in todo:
+        key = tuning.bucket_key(group, *shape)
+        a, b = old.get(key), new.get(key)
+        if not a or not b or a.get("shape") != b.get("shape"):
+            continue
+        for v, t in b["us"].items():
+            t0 = a["us"].get(v)
+            if fnmatch.fnmatch(v, glob) or not isinstance(t0, (int, float)) or t0 <= 0 or t0 == t:
+                continue
+            b["us"][v] = (t0 * t) ** 0.5
+            pooled += 1
+    return pooled
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--table", required=True, help="the table to read and merge into (a copy of the shipped one)")
@@ -51,8 +77,10 @@ def main():
     p.add_argument("--top", type=int, default=3, help="the bucket's fastest variants timed beside them")
     p.add_argument("--limit", type=int, default=0, help="at most this many buckets (0: all)")
     p.add_argument("--dry-run", action="store_true", help="list the buckets and variants, time nothing")
+    p.add_argument("--pool-only", metavar="OLD", help="only pool the unchanged variants' times with OLD's")
     args = p.parse_args()
-    entries = json.loads(Path(args.table).read_text())["entries"]
+    data = json.loads(Path(args.pool_only or args.table).read_text())
+    entries = data["entries"]
     todo = plan_buckets(entries, set(args.groups.split(";")), args.glob, args.margin, args.top)
     if args.limit:
         todo = todo[:args.limit]
@@ -60,6 +88,12 @@ def main():
     if args.dry_run:
         for group, shape, names in todo:
             print(group, "x".join(map(str, shape)), names)
+        return
+    if args.pool_only:
+        table = json.loads(Path(args.table).read_text())
+        n = pool(entries, table["entries"], todo, args.glob)
+        Path(args.table).write_text(json.dumps(table, indent=1, sort_keys=True))
+        print(f"retime_buckets: {n} times pooled", flush=True)
         return
     from cugemm import tuner
 
@@ -72,7 +106,10 @@ def main():
             print(f"  {shape}: {[(r['variant'], r['status'], r.get('detail', r.get('rel_err'))) for r in bad]}")
         if i % 20 == 0:
             print(f"  {i + 1}/{len(todo)} buckets, {time.time() - t0:.0f} s", flush=True)
-    print(f"retime_buckets: done in {time.time() - t0:.0f} s", flush=True)
+    table = json.loads(Path(args.table).read_text())
+    n = pool(entries, table["entries"], todo, args.glob)
+    Path(args.table).write_text(json.dumps(table, indent=1, sort_keys=True))
+    print(f"retime_buckets: done in {time.time() - t0:.0f} s, {n} times pooled", flush=True)
 
 
 if __name__ == "__main__":

@@ -25,3 +25,15 @@ def test_the_margin_and_the_groups_widen_it():
     assert [(g, s) for g, s, _ in todo] == [(G, (1024, 1024, 1024)), (G, (2048, 2048, 2048)),
                                             ("bfloat16|row,col|aligned", (1024, 1024, 1024))]
     assert all("a" in names and "b_cluster2" in names for _, _, names in todo)
+
+
+def test_unchanged_kernels_keep_the_mean_of_their_two_measurements():
+    old = {k: {"shape": r["shape"], "us": dict(r["us"])} for k, r in ENTRIES.items()}
+    new = {k: {"shape": r["shape"], "us": dict(r["us"])} for k, r in ENTRIES.items()}
+    key = f"{G}|20,20,20"
+    new[key]["us"].update(a=12.1, b_cluster2=9.0, c=10.4)  # re-timed: a drifted, the cluster form got faster
+    todo = retime_buckets.plan_buckets(old, {G}, "*cluster*", margin=2.0, top=2)
+    assert retime_buckets.pool(old, new, todo, "*cluster*") == 1
+    assert abs(new[key]["us"]["a"] - (10.0 * 12.1) ** 0.5) < 1e-9  # two runs of one kernel: their mean
+    assert new[key]["us"]["b_cluster2"] == 9.0                     # a changed kernel: the new time alone
+    assert new[key]["us"]["c"] == 10.4 and new[key]["us"]["d"] == 12.0
