@@ -94,19 +94,12 @@ CUGEMM_DEVICE unsigned cluster_ctarank() {
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
   return r;
 }
-// All threads of all blocks of the cluster: arrive (release) then wait (acquire). The release at
-// cluster scope is a MEMBAR.ALL.GPU: about 0.7 us per barrier on an H100, whatever is outstanding
+// All threads of all blocks of the cluster, without ordering memory (arrive.relaxed): what the blocks
+// publish to each other is ordered by other means (the mbarrier inits: fence.mbarrier_init.release.cluster,
+// CUTLASS's cluster_arrive_relaxed + cluster_wait). The release form (barrier.cluster.arrive.release)
+// is a MEMBAR.ALL.GPU: about 0.7 us per barrier on an H100, whatever is outstanding
 // (scripts/cluster_floor_probe.py: an empty 128-block kernel in clusters of 2 takes 0.99 us, 2.37 us
-// with two of these, 1.10 us with two relaxed ones). Only where the other blocks must see this
-// block's ordinary memory writes (no kernel of the zoo needs that now).
-CUGEMM_DEVICE void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
-                   : "memory");
-}
-// The same barrier without ordering memory (arrive.relaxed): what the blocks publish to each other is
-// ordered by other means (the mbarrier inits: fence.mbarrier_init.release.cluster, CUTLASS's
-// cluster_arrive_relaxed + cluster_wait), or nothing is (a block leaving only after the others have
-// read what they read of it: the values are in their registers before they arrive).
+// with two release/acquire barriers, 1.10 us with two relaxed ones); no kernel of the zoo needs it.
 CUGEMM_DEVICE void cluster_sync_relaxed() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
 }
@@ -163,7 +156,7 @@ CUGEMM_DEVICE void init_ring_barriers(unsigned long long* full, unsigned long lo
 // Every block of the cluster (CLUSTER > 1) or every thread of the block past this point: the start of
 // a kernel, after init_ring_barriers (whose fence.mbarrier_init publishes the barriers to the
 // cluster). With clusters the barrier is relaxed, after a block-scope fence for the block's own other
-// shared-memory writes (e.g. the grouped forms' tables): no MEMBAR.ALL.GPU (cluster_sync).
+// shared-memory writes (e.g. the grouped forms' tables): no MEMBAR.ALL.GPU.
 template <int CLUSTER>
 CUGEMM_DEVICE void sync_cta_or_cluster() {
   if constexpr (CLUSTER > 1) {
