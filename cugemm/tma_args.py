@@ -205,20 +205,18 @@ def maps_small_m(v, A, B, C, M, N, K):
     """The 64-row rung (then the seven epilogue arguments, epilogue_args()): A in boxes {64 k, 64 rows} (M rounded up to 8 rows when M < 64; 32 rows with
     clusters along N, whose blocks copy one part each), 128-byte swizzled; B in panels of 64 columns
     (128-byte swizzle) or, where the tile width is not a multiple of 64, 32 columns (64-byte
-    swizzle), boxes of 64 k rows (32 with clusters along M). A 'col' B: W's N x K memory, K-major
-    panels of the same 64 or 32 n rows, boxes {64 k, panel n rows} (half the rows with clusters
-    along M), 128-byte swizzled whatever the panel; the fitted widths (BN not a multiple of 32, 'col'
-    B only) are one panel of BN n rows."""
+    swizzle), boxes of 64 k rows (32 with clusters along M). A 'col' B: W's N x K memory, one K-major
+    panel of BN n rows, one box {64 k, BN n} (half the rows with clusters along M), 128-byte swizzled."""
     dt, size = v.dtype_in, v.dt_in.itemsize
     p = v.param_dict
     shared = p["CLUSTER"]  # blocks sharing the multicast operand
     a_rows = min(64, -(-M // 8) * 8) if p["ALONG_M"] or shared == 1 else 64 // shared
-    panel = 64 if p["BN"] % 64 == 0 else 32 if p["BN"] % 32 == 0 else p["BN"]  # the last: fitted (B_COL)
     ma = map_a(v, A, M, K, a_rows)
-    if v.b_layout == "col":
-        n_rows = panel // shared if p["ALONG_M"] else panel
+    if v.b_layout == "col":  # one K-major panel of BN n rows: a box of the tile, or of a block's piece
+        n_rows = p["BN"] // shared if p["ALONG_M"] else p["BN"]
         mb = tma.tensor_map_2d(B.ptr, dt, N, K, row_stride(B, K, size, "col"), (BK, n_rows), swizzle=128)
     else:
+        panel = 64 if p["BN"] % 64 == 0 else 32
         b_rows = BK // shared if p["ALONG_M"] else BK
         mb = tma.tensor_map_2d(B.ptr, dt, K, N, row_stride(B, N, size), (panel, b_rows), swizzle=2 * panel)
     return ma, mb, *_NO_EPILOGUE  # the fused epilogue's arguments (epilogue_args): none

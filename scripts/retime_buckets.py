@@ -15,7 +15,11 @@ so one noisy run does not decide alone. `--pool-only OLD` applies that step to a
 (OLD: the table as it was), timing nothing.
 
 Used when the cluster kernels' start and end barriers got cheaper (~1.5 us a launch): their table
-times were measured before.
+times were measured before; and when rung 10's `_bcol` forms copied B in one box per tile instead of
+one per panel (3-13% faster with clusters along M): `--glob '*small_m*_bcol*' --ratio 0.1 --also
+'*m64n192k16_small_m_cluster2m*_bcol*'`, the table's x @ W.T groups, merged with --changed-only (pooled,
+and with the 64 x 192 form's new entries, the x @ W.T judge measured 0.5-1 point lower: single choices
+among plans a few % apart flipped both ways).
 """
 import argparse
 import fnmatch
@@ -27,8 +31,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def plan_buckets(entries: dict, groups, glob: str, margin: float, top: int):
-    """[(group, shape, [variant names])] of the buckets to re-time, in table order."""
+def plan_buckets(entries: dict, groups, glob: str, margin: float, top: int, ratio: float = 0.0):
+    """[(group, shape, [variant names])] of the buckets to re-time, in table order: a changed variant
+    is re-timed where it is less than max(margin us, ratio x the best time) behind the bucket's best."""
     out = []
     for key, rec in entries.items():
         group = key.rsplit("|", 1)[0]
@@ -39,11 +44,45 @@ def plan_buckets(entries: dict, groups, glob: str, margin: float, top: int):
             continue
         best = min(us.values())
         # a changed variant that is already the bucket's best stays it; one that may have overtaken it
-        changed = [v for v, t in us.items() if fnmatch.fnmatch(v, glob) and best < t < best + margin]
+        behind = max(margin, ratio * best)
+        changed = [v for v, t in us.items() if fnmatch.fnmatch(v, glob) and best < t < best + behind]
         if not changed:
             continue
         fastest = sorted(us, key=us.get)[:top]
         out.append((group, tuple(rec["shape"]), sorted(set(changed) | set(fastest))))
+    return out
+
+
+def changed_only(old: dict, new: dict, todo, glob: str) -> int:
+    """In `old` (entries, changed in place): for each re-timed bucket of `todo`, the new time of every
+    variant matching `glob` that `old` had timed there; nothing else of the run (the unchanged kernels'
+    times, variants `old` never timed in the bucket). Returns how many times were taken."""
+    from cugemm import tuning
+
+    taken = 0
+    for group, shape, _ in todo:
+        key = tuning.bucket_key(group, *shape)
+        a, b = old.get(key), new.get(key)
+        if not a or not b or a.get("shape") != b.get("shape"):
+            continue
+        for v, t in b["us"].items():
+            if fnmatch.fnmatch(v, glob) and v in a["us"] and a["us"][v] != t:
+                a["us"][v] = t
+                taken += 1
+    return taken
+
+
+def with_also(todo, glob: str):
+    """todo with the registered variants matching `glob` added to each bucket whose input type and
+    B layout they take (tuner.tune skips one that cannot run the bucket's shape)."""
+    from cugemm import registry
+
+    out = []
+    for group, shape, names in todo:
+        dtype, layouts = group.split("|")[0], group.split("|")[1].split(",")
+        extra = [v.name for v in registry.variants(glob) if v.dtype_in == dtype and v.b_layout == layouts[1]
+                 and v.a_layout == layouts[0]]
+        out.append((group, shape, sorted(set(names) | set(extra))))
     return out
 
 
@@ -74,14 +113,22 @@ def main():
     p.add_argument("--groups", required=True, help="tuning groups, ';'-separated (e.g. 'float16|row,col|aligned')")
     p.add_argument("--glob", required=True, help="the changed variants (glob)")
     p.add_argument("--margin", type=float, default=2.0, help="us: how much faster a changed kernel may have got")
+    p.add_argument("--ratio", type=float, default=0.0,
+                   help="or this fraction of the bucket's best time, where larger (a kernel that got x% faster)")
     p.add_argument("--top", type=int, default=3, help="the bucket's fastest variants timed beside them")
+    p.add_argument("--also", default="", help="registered variants (glob) also timed in every planned bucket "
+                   "whose type and layouts they take, where the table never timed them")
     p.add_argument("--limit", type=int, default=0, help="at most this many buckets (0: all)")
     p.add_argument("--dry-run", action="store_true", help="list the buckets and variants, time nothing")
+    p.add_argument("--changed-only", action="store_true",
+                   help="merge only the changed variants' new times into the buckets that timed them (no pooling)")
     p.add_argument("--pool-only", metavar="OLD", help="only pool the unchanged variants' times with OLD's")
     args = p.parse_args()
     data = json.loads(Path(args.pool_only or args.table).read_text())
     entries = data["entries"]
-    todo = plan_buckets(entries, set(args.groups.split(";")), args.glob, args.margin, args.top)
+    todo = plan_buckets(entries, set(args.groups.split(";")), args.glob, args.margin, args.top, args.ratio)
+    if args.also:
+        todo = with_also(todo, args.also)
     if args.limit:
         todo = todo[:args.limit]
     print(f"retime_buckets: {len(todo)} buckets, {sum(len(v) for _, _, v in todo)} timings", flush=True)
@@ -107,6 +154,11 @@ def main():
         if i % 20 == 0:
             print(f"  {i + 1}/{len(todo)} buckets, {time.time() - t0:.0f} s", flush=True)
     table = json.loads(Path(args.table).read_text())
+    if args.changed_only:
+        n = changed_only(entries, table["entries"], todo, args.glob)
+        Path(args.table).write_text(json.dumps(data, indent=1, sort_keys=True))
+        print(f"retime_buckets: done in {time.time() - t0:.0f} s, {n} changed kernels' times taken", flush=True)
+        return
     n = pool(entries, table["entries"], todo, args.glob)
     Path(args.table).write_text(json.dumps(table, indent=1, sort_keys=True))
     print(f"retime_buckets: done in {time.time() - t0:.0f} s, {n} times pooled", flush=True)

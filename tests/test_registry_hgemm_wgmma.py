@@ -491,10 +491,10 @@ def test_small_m_bcol_form_is_its_siblings_kernel_but_for_b(row):
 @pytest.mark.parametrize("name", [n for n in SMALL_M_BCOL if not n.endswith("_bf16")])  # (fake fp16 operands)
 @pytest.mark.parametrize("M", [100, 16])
 def test_maps_of_the_small_m_bcol_forms(fake_encode, name, M):
-    """B's map describes W's dense N x K memory (the 'col' B's rows are its columns): boxes {64 k, P n}
-    of K-major panels (P = 64, or 32 where BN is not a multiple of 64), P / 2 n rows with clusters along
-    M (each block multicasts its half of every panel), always the 128-byte swizzle; A's map is the
-    row-major sibling's (M rounded up to 8 rows below 64; 32 rows with clusters along N)."""
+    """B's map describes W's dense N x K memory (the 'col' B's rows are its columns): one box {64 k, BN n}
+    of the K-major tile, BN / 2 n rows with clusters along M (each block multicasts its half of the
+    tile), always the 128-byte swizzle; A's map is the row-major sibling's (M rounded up to 8 rows
+    below 64; 32 rows with clusters along N)."""
     v = get_variant(name)
     p = v.param_dict
     N, K = 1000, 776
@@ -502,8 +502,8 @@ def test_maps_of_the_small_m_bcol_forms(fake_encode, name, M):
     A, B, C = (describe(x, w, v.name) for x, w in ((a, "A"), (b, "B"), (c, "out")))
     assert check_operands(v, A, B, C) == (M, N, K)
     sa, sb = (x[1] for x in v.extra_args(A, B, C, M, N, K)[:2])
-    panel = 64 if p["BN"] % 64 == 0 else 32
-    n_rows = panel // 2 if p["CLUSTER"] == 2 and p["ALONG_M"] else panel
+    panel = 64 if p["BN"] % 64 == 0 else 32  # the row-major sibling's B panels
+    n_rows = p["BN"] // 2 if p["CLUSTER"] == 2 and p["ALONG_M"] else p["BN"]
     assert (sb.rows, sb.cols, sb.row_stride, sb.box, sb.swizzle) == (N, K, 2 * K, (64, n_rows), 128)
     assert n_rows % 8 == 0 and sb.box[0] * 2 == 128  # whole 128-byte rows, whole 1024-byte swizzle atoms
     a_rows = 32 if p["CLUSTER"] == 2 and not p["ALONG_M"] else min(64, -(-M // 8) * 8)
@@ -533,7 +533,7 @@ def test_small_m_bcol_refuses_a_strided_w(fake_encode):
 def test_small_m_bcol_forms_are_hopper_kernels(name):
     """The _bcol forms issue wgmmas of the tile width with a K-major B: no .tnspB, which the row-major
     sibling's every HGMMA carries; TMA loads (multicast with clusters: B along M, A along N), one box
-    of A and one B box per panel (with clusters along M, one piece of every panel) per K-tile; no
+    of A and one of B (with clusters along M, the block's piece of the tile) per K-tile; no
     setmaxnreg (one consumer warpgroup and a producer warp)."""
     if toolkit.find_tool("cuobjdump") is None:
         pytest.skip("no cuobjdump on PATH, in the CUDA toolkit or in the nvidia-cuda-cuobjdump wheel")
@@ -549,10 +549,6 @@ def test_small_m_bcol_forms_are_hopper_kernels(name):
     assert row_hgmma and all(".tnspB" in line for line in row_hgmma)
     assert "SYNCS.PHASECHK" in sass and "USETMAXREG" not in sass
     loads = re.findall(r"\bUTMALDG\.2D(\.MULTICAST)?\b", sass)
-    panels = bn // (64 if bn % 64 == 0 else 32)
-    assert len(loads) == 1 + panels
+    assert len(loads) == 2
     multicast = sum(1 for m in loads if m)
-    if p["CLUSTER"] == 1:
-        assert multicast == 0
-    else:
-        assert multicast == (panels if p["ALONG_M"] else 1)
+    assert multicast == (0 if p["CLUSTER"] == 1 else 1)

@@ -20,15 +20,16 @@
 // B layout: where BN is a multiple of 64, 64-column panels (128-byte swizzle, one TMA box {64, 64}
 // each); otherwise (BN = 32, 96) 32-column panels, 64-byte swizzled (B_P32 in hgemm_wgmma.cuh, one
 // box {32, 64} each). A: the K-major 128-byte-swizzled 64 x 64 box, its rows past M not copied.
-// B_COL (x @ W.T, W a dense row-major N x K weight): the B tile is K-major (hgemm_wgmma.cuh) whatever
-// BN; a panel of P n-rows (P = 64, or 32 where BN is not a multiple of 64) is one TMA box {64 k, P n}
-// of W's memory at p * P * 128. Clusters along M split each panel along n: block r multicasts pieces
-// r, r + CLUSTER, ... of Q = P / CLUSTER n-rows (pieces wholly past N are not copied).
-// Fitted widths (B_COL only, BN = 40, 48, 80: a multiple of 8 but not of 32): the K-major tile is
-// one panel of P = BN n rows (one box), so the tile count can be fitted to the SMs (N = 2560 in 64 x 48
-// tiles: 54 per tile row, 108 at M <= 128, where 64 x 32 tiles make 160 and 64 x 64 make 80). A
-// K-major tile holds any whole number of 8-row swizzle atoms; a row-major B's 64-byte-swizzled panels
-// need 32 columns, so the row-major form keeps BN % 32 == 0.
+// B_COL (x @ W.T, W a dense row-major N x K weight): the B tile is K-major (hgemm_wgmma.cuh), one
+// panel of BN n rows (128-byte rows, 128-byte swizzle) whatever BN, copied as one TMA box {64 k, BN n}
+// of W's memory; clusters along M split it along n, block r multicasting n rows r * BN / CLUSTER ..
+// (a piece wholly past N is not copied). One box per tile, not one per 32- or 64-row panel: with
+// a box per panel the forms with clusters along M (a piece of every panel each) ran 3-13% slower,
+// the 64 x 96 and 64 x 128 forms up to 10% (docs/hgemm_wgmma.md). Any width that is whole 8-row swizzle atoms
+// fits: the fitted widths (B_COL only, BN = 40, 48, 80: a multiple of 8 but not of 32) fit the tile
+// count to the SMs (N = 2560 in 64 x 48 tiles: 54 per tile row, 108 at M <= 128, where 64 x 32 tiles
+// make 160 and 64 x 64 make 80). A row-major B's 64-byte-swizzled panels need 32 columns, so the
+// row-major form keeps BN % 32 == 0.
 //
 // Template parameters: BN (32, 64, 96, 128, 192; B_COL also 40, 48, 80; a wgmma N), STAGES, GROUP (tile rows per raster
 // band, in cluster tiles), CLUSTER (1 or 2; __cluster_dims__), ALONG_M, B_COL, T, EPI (lib/epilogue.cuh:
@@ -39,7 +40,7 @@
 //   extra kernel arguments: tensor maps of A (box {64, min(64, M rounded up to 8)}, or {64, 32} for
 //   clusters along N; 128-byte swizzle) and B (box {P, 64}, or {P, 32} for clusters along M; P = 64
 //   with the 128-byte swizzle, or 32 with the 64-byte one; B_COL: a map of W's N x K memory, box
-//   {64, P}, or {64, P / 2} for clusters along M, 128-byte swizzle; P = BN for the fitted widths); then
+//   {64, BN}, or {64, BN / 2} for clusters along M, 128-byte swizzle); then
 //   the epilogue's bias, src, aux, alpha, beta, ld_src, ld_aux (epilogue::Args; 0s, 1, 0 without one).
 // Preconditions: N % 8 == 0, K % 8 == 0, C dense (row stride N); B dense (row stride N; B_COL:
 //   column stride K, W's rows); a, b, c 16-byte aligned; M * N, M * K, K * N < 2^31; sm_90a.
@@ -69,22 +70,21 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
   using Smem = SmallMSmem<BN, STAGES>;
   constexpr int BM = 64;
   constexpr int A_STAGE = Smem::A_STAGE;                           // 8 KB
-  constexpr bool FITTED = BN % 32 != 0;                           // one K-major panel of BN n rows
-  constexpr bool P32 = !FITTED && BN % 64 != 0;                    // 32-column B panels (B_P32)
-  constexpr int P = FITTED ? BN : P32 ? 32 : 64;                   // B columns per panel
-  constexpr int PANEL_BYTES = FITTED ? BN * 128 : P32 ? B_P32_PANEL_BYTES : B_PANEL_BYTES;
+  constexpr bool P32 = !B_COL && BN % 64 != 0;                     // 32-column B panels (B_P32)
+  constexpr int P = B_COL ? BN : P32 ? 32 : 64;                    // B columns (B_COL: n rows) per panel
+  constexpr int PANEL_BYTES = B_COL ? BN * 128 : P32 ? B_P32_PANEL_BYTES : B_PANEL_BYTES;
   constexpr int PANELS = BN / P;
   constexpr int B_STAGE = Smem::B_STAGE;                           // PANELS * PANEL_BYTES
   constexpr int PART = BK / CLUSTER;  // rows of the shared box each block copies: k rows of every B
                                       // panel (ALONG_M) or m rows of the A tile (along N)
-  // B_COL: n rows per B box (a panel, or a block's piece of one for clusters along M), 128 bytes each
-  constexpr int Q = (CLUSTER > 1 && ALONG_M) ? P / CLUSTER : P;
+  // B_COL: n rows per B box (the tile, or a block's piece of it for clusters along M), 128 bytes each
+  constexpr int Q = (CLUSTER > 1 && ALONG_M) ? BN / CLUSTER : BN;
   static_assert((BN % 32 == 0 || (B_COL && BN % 8 == 0)) && BN <= 192,
                 "BN: whole 32-column panels (B_COL: whole 8-row swizzle atoms), a wgmma N of at most 96 accumulators");
   static_assert(B_STAGE == PANELS * PANEL_BYTES, "the B tile is its panels");
   static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 blocks");
-  static_assert(!B_COL || (PANEL_BYTES == P * 128 && Q % 8 == 0),
-                "B_COL: a panel is P K-major rows of 128 bytes, a box whole 1024-byte swizzle atoms");
+  static_assert(!B_COL || (PANELS == 1 && Q % 8 == 0),
+                "B_COL: one panel of BN K-major rows of 128 bytes, a box whole 1024-byte swizzle atoms");
 
   extern __shared__ char smem_raw[];
   char* const smem = align_1024(smem_raw);
@@ -123,7 +123,8 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
         // panels wholly past N are not copied (their stale columns reach no stored column of C);
         // along M every block of the cluster skips the same ones
         const int live = max(0, min(PANELS, (N - n0 + P - 1) / P));
-        // B_COL: the same in pieces of Q n rows (= live with whole panels)
+        // B_COL: the cluster's pieces of Q n rows that start inside N (rows past N in a live piece
+        // are the copy engine's zeros, counted in the bytes)
         const int live_q = B_COL ? max(0, min(BN / Q, (N - n0 + Q - 1) / Q)) : 0;
         const unsigned tx = a_rows * A_ROW_BYTES + (B_COL ? live_q * Q * 128 : live * PANEL_BYTES);
         for (int kt = 0; kt < num_kt; ++kt) {
@@ -136,14 +137,11 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
           } else {
             tma_load_2d(sA + s * A_STAGE, &tmap_a, &full[s], kt * BK, m_load);
           }
-          if constexpr (B_COL) {  // K-major pieces: n rows Q q .. Q q + Q - 1, boxes {64 k, Q n} of W
-            constexpr int SPLIT = P / Q;  // CLUSTER for clusters along M (sharing B), else 1
-#pragma unroll
-            for (int i = 0; i < PANELS; ++i) {
-              const int q = SPLIT * i + (SPLIT > 1 ? rank : 0);  // block r: pieces r, r + CLUSTER, ...
-              if (q >= live_q) break;
+          if constexpr (B_COL) {  // one box {64 k, Q n} of W: the whole tile, or piece `rank` of it
+            const int q = Q < BN ? rank : 0;
+            if (q < live_q) {
               char* const dst = sB + s * B_STAGE + q * Q * 128;
-              if constexpr (SPLIT > 1) {
+              if constexpr (Q < BN) {
                 tma_load_2d_multicast(dst, &tmap_b, &full[s], kt * BK, n0 + Q * q, ALL, b_policy);
               } else {
                 tma_load_2d(dst, &tmap_b, &full[s], kt * BK, n0 + Q * q, b_policy);
@@ -179,7 +177,7 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
     for (int t = walk.first(); t < walk.count; t += walk.stride) {
       const TileCoord tile = walk.tile(walk.cluster_tile(t, GROUP), rank);
       epilogue::prefetch<EPI, T, BN>(tile.row * BM, tile.col * BN, M, N, tid, ep);  // EPI: its reads, ahead
-      consume_ktiles<T, BN, STAGES, A_STAGE, B_STAGE, false, B_COL, P32 && !B_COL>(acc, ring, full, smem_addr(sA),
+      consume_ktiles<T, BN, STAGES, A_STAGE, B_STAGE, false, B_COL, P32>(acc, ring, full, smem_addr(sA),
                                                                                   smem_addr(sB), num_kt, release);
       // EPI (lib/epilogue.cuh): the fused epilogue on the final accumulators, before the store
       epilogue::apply_groups<EPI, T, BN / 8>(acc, tile.row * BM + 16 * w + g, tile.col * BN + 2 * t4, M, N, ep);
