@@ -114,7 +114,7 @@ def main():
     p.add_argument("--glob", required=True, help="the changed variants (glob)")
     p.add_argument("--margin", type=float, default=2.0, help="us: how much faster a changed kernel may have got")
     p.add_argument("--ratio", type=float, default=0.0,
-                   help="or this fraction of the bucket's best time, where larger (a kernel that got x% faster)")
+                   help="or this fraction of the bucket's best time, where larger (a kernel that got that much faster)")
     p.add_argument("--top", type=int, default=3, help="the bucket's fastest variants timed beside them")
     p.add_argument("--also", default="", help="registered variants (glob) also timed in every planned bucket "
                    "whose type and layouts they take, where the table never timed them")
