@@ -53,18 +53,23 @@ def plan_buckets(entries: dict, groups, glob: str, margin: float, top: int, rati
     return out
 
 
+def _bucket_pairs(old: dict, new: dict, todo):
+    """(old entry, new entry) of each re-timed bucket of `todo` that both tables hold at the same shape."""
+    from cugemm import tuning
+
+    for group, shape, _ in todo:
+        key = tuning.bucket_key(group, *shape)
+        a, b = old.get(key), new.get(key)
+        if a and b and a.get("shape") == b.get("shape"):
+            yield a, b
+
+
 def changed_only(old: dict, new: dict, todo, glob: str) -> int:
     """In `old` (entries, changed in place): for each re-timed bucket of `todo`, the new time of every
     variant matching `glob` that `old` had timed there; nothing else of the run (the unchanged kernels'
     times, variants `old` never timed in the bucket). Returns how many times were taken."""
-    from cugemm import tuning
-
     taken = 0
-    for group, shape, _ in todo:
-        key = tuning.bucket_key(group, *shape)
-        a, b = old.get(key), new.get(key)
-        if not a or not b or a.get("shape") != b.get("shape"):
-            continue
+    for a, b in _bucket_pairs(old, new, todo):
         for v, t in b["us"].items():
             if fnmatch.fnmatch(v, glob) and v in a["us"] and a["us"][v] != t:
                 a["us"][v] = t
@@ -90,14 +95,8 @@ def pool(old: dict, new: dict, todo, glob: str) -> int:
     """In `new` (entries, changed in place): for each re-timed bucket of `todo`, every variant not
     matching `glob` timed in both `old` and `new` gets the geometric mean of its two times. Returns
     how many times were pooled."""
-    from cugemm import tuning
-
     pooled = 0
-    for group, shape, _ in todo:
-        key = tuning.bucket_key(group, *shape)
-        a, b = old.get(key), new.get(key)
-        if not a or not b or a.get("shape") != b.get("shape"):
-            continue
+    for a, b in _bucket_pairs(old, new, todo):
         for v, t in b["us"].items():
             t0 = a["us"].get(v)
             if fnmatch.fnmatch(v, glob) or not isinstance(t0, (int, float)) or t0 <= 0 or t0 == t:
