@@ -94,16 +94,12 @@ def main():
             t, tb = timer.measure_pair(run, lambda: cupy.matmul(a, b))
             rows.append((t["median"] * 1e3, tb["median"] * 1e3, v.name, ok))
         if args.ncu:
-            flush = Timer().flush
+            from profile_shapes import profiled
+
             for f in [lambda: cupy.matmul(a, b)] + [r[1] for r in rows]:
                 for _ in range(3):
                     f()
-                flush()
-                cupy.cuda.Device().synchronize()
-                cupy.cuda.profiler.start()
-                f()
-                cupy.cuda.Device().synchronize()
-                cupy.cuda.profiler.stop()
+                profiled(f, Timer().flush)
             print(f"{spec} ({tag}): profiled cupy.matmul, " + ", ".join(
                 r[0] + ("" if r[2] else " WRONG") for r in rows), flush=True)
             continue

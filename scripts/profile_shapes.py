@@ -20,6 +20,19 @@ import sys
 from functools import partial
 
 
+def profiled(fn, flush=lambda: None):
+    """Run fn once between cudaProfilerStart / Stop (the range `ncu --profile-from-start off` profiles),
+    after flush() and with the device idle on both sides."""
+    import cupy
+
+    flush()
+    cupy.cuda.Device().synchronize()
+    cupy.cuda.profiler.start()
+    fn()
+    cupy.cuda.Device().synchronize()
+    cupy.cuda.profiler.stop()
+
+
 def _profile(specs, dirty=False):
     import cupy
 
@@ -27,15 +40,7 @@ def _profile(specs, dirty=False):
     from cugemm import testing
     from cugemm.bench import Timer
 
-    flush = Timer().flush if dirty else (lambda: None)
-
-    def profiled(fn):
-        flush()
-        cupy.cuda.Device().synchronize()
-        cupy.cuda.profiler.start()
-        fn()
-        cupy.cuda.Device().synchronize()
-        cupy.cuda.profiler.stop()
+    profiled_ = partial(profiled, flush=Timer().flush if dirty else (lambda: None))
 
     stream_src = r"""
 extern "C" __global__ void stream_read(const int4* __restrict__ x, long long n, int* out) {
@@ -56,7 +61,7 @@ extern "C" __global__ void stream_read(const int4* __restrict__ x, long long n, 
             sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
             launch = lambda: k((sms * 8,), (256,), (x, cupy.int64(n), out))  # noqa: E731
             launch()
-            profiled(launch)
+            profiled_(launch)
             continue
         arg, _, names = arg.partition(":")
         M, N, K = map(int, arg.split("x"))
@@ -68,9 +73,9 @@ extern "C" __global__ void stream_read(const int4* __restrict__ x, long long n, 
             cupy.matmul(a, b)
             for f in ours:
                 f()
-        profiled(partial(cupy.matmul, a, b))
+        profiled_(partial(cupy.matmul, a, b))
         for f in ours:
-            profiled(f)
+            profiled_(f)
         print(spec, "->", names or str(cugemm.explain(a, b)).splitlines()[0], file=sys.stderr)
 
 
