@@ -17,9 +17,10 @@ so one noisy run does not decide alone. `--pool-only OLD` applies that step to a
 Used when the cluster kernels' start and end barriers got cheaper (~1.5 us a launch): their table
 times were measured before; and when rung 10's `_bcol` forms copied B in one box per tile instead of
 one per panel (3-13% faster with clusters along M): `--glob '*small_m*_bcol*' --ratio 0.1 --also
-'*m64n192k16_small_m_cluster2m*_bcol*'`, the table's x @ W.T groups, merged with --changed-only (pooled,
-and with the 64 x 192 form's new entries, the x @ W.T judge measured 0.5-1 point lower: single choices
-among plans a few % apart flipped both ways).
+'*m64n192k16_small_m_cluster2m*_bcol*'`, the table's x @ W.T groups, merged with --changed-only (pooled, the
+x @ W.T judge measured up to 1.7 points lower in the same process: single choices among plans a few %
+apart flipped both ways; the 64 x 192 form's entries in buckets that had never timed it moved
+1x28672x8192 to a plan 2-5 points slower).
 """
 import argparse
 import fnmatch
