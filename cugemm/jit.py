@@ -266,7 +266,7 @@ def compile_offline(variant: Variant, arch: str) -> CompileReport:
     declares = f"{variant.template}_smem_bytes" in text
     if declares:
         exprs.append(smem_symbol(variant))
-    key = (variant.name, variant.name_expression, arch, text)
+    key = (variant.name, variant.name_expression, arch, text, _BASE_OPTIONS)  # set_defines changes the build
     with _report_lock:
         if key in _report_cache:
             return _report_cache[key]

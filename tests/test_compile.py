@@ -199,3 +199,18 @@ def test_cli_compile_exits_0_and_lists_what_does_not_apply(chip):
         assert "not for" in r.stdout and "sgemm_wgmma_m64n256k8_rs_ws_stage4" in r.stdout
     else:
         assert "sm_90a" in r.stdout and "not for" not in r.stdout
+
+
+def test_compile_offline_honours_set_defines():
+    """A -D switch set by jit.set_defines (the probes' A/B builds) reaches compile_offline's build: its
+    report cache is keyed by the options too, not only by the source."""
+    v = cugemm.get_variant("hgemm_skinny_splitk_m16_n64k128_stage4_bcol")
+    try:
+        shipped = jit.compile_offline(v, "sm_90")
+        jit.set_defines(["CUGEMM_B_EVICT_FIRST=0"])  # lib/core.cuh: B's copies untagged
+        switched = jit.compile_offline(v, "sm_90")
+        assert switched.cubin != shipped.cubin
+        jit.set_defines(())
+        assert jit.compile_offline(v, "sm_90") is shipped  # the default build's report, from the cache
+    finally:
+        jit.set_defines(())
