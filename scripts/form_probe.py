@@ -9,8 +9,9 @@ flush beside cupy.matmul (cuBLAS) in one process, or profiled one launch each un
 --variants: registered variants (globs; those that cannot take the shape are skipped). --extra: rung
 10 (08_small_m.cu) `_bcol` forms built here from the registered 64 x BN form's fields with another
 STAGES and CLUSTER (clusters along M sharing B: m, along N sharing A: n); their shared memory is what
-the kernel file declares (hgemm_wgmma_small_m_smem_bytes, read from an offline compile). Each form is checked against the float64 reference, then timed
-(cugemm.bench.timing.Timer.measure_pair, alternating with cupy.matmul on the same operands). --ncu:
+the kernel file declares (hgemm_wgmma_small_m_smem_bytes, read from an offline compile). Each form is
+checked against the float64 reference, then timed (cugemm.bench.timing.Timer.measure_pair, alternating
+with cupy.matmul on the same operands). --ncu:
 each form runs once after a warm-up between cudaProfilerStart / Stop, the bench's L2 flush before
 (run under `ncu --profile-from-start off --cache-control none`).
 """
