@@ -216,9 +216,13 @@ _lock = threading.Lock()
 MAX_PLANS = 1024
 
 
-# SASS instructions an element of the activation and of a residual add costs on the consumers (sm_90a,
-# NVRTC 13: gelu_bcol 2488 against relu_bcol 944 instructions for 64 elements a thread, and so on)
-ACT_INSTRUCTIONS = {None: 0, "relu": 2, "gelu": 24, "gelu_tanh": 20, "silu": 18}
+# Issue cycles an element of the activation and of a residual add cost the consumers, in units of one
+# 32-lane instruction on one of an SM's four schedulers (sm_90a, NVRTC 13). The sigmoid forms of
+# kernels/lib/epilogue.cuh issue 10 (GELU), 5 (GELU_TANH) and 3 (SILU) SASS instructions an element
+# (gelu_bcol 1632, gelu_tanh_bcol 1312, silu_bcol 1184 against relu_bcol 984 for 64 elements a thread)
+# and two MUFU operations, which an SM runs at 16 lanes a cycle: 2 x 8 = 16 cycles an element, the
+# bound for all three. (The libm forms, CUGEMM_ACT_LIBM=1: 24, 20 and ~18 instructions.)
+ACT_INSTRUCTIONS = {None: 0, "relu": 2, "gelu": 16, "gelu_tanh": 16, "silu": 16}
 POST_INSTRUCTIONS = 4
 
 

@@ -2,8 +2,11 @@
 the declared product, what CI compiles (every member of epilogue.coverage() with 0 spill bytes),
 the float64 reference's formulas, the launch-argument contract and the fused-or-not rule."""
 import dataclasses
+import importlib.util
 import math
+import re
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -109,6 +112,48 @@ def test_reference_formulas():
     assert np.array_equal(d, np.maximum(pre, 0) + 3)
     d, pre = epilogue.reference(p, epilogue.Spec(None, "row", "pre"), bias=[1, 2], src=np.ones((2, 3)), beta=-1)
     assert np.array_equal(d, p - 1 + [[1], [2]])
+
+
+EPILOGUE_CUH = Path(__file__).resolve().parents[1] / "kernels" / "lib" / "epilogue.cuh"
+
+
+def _fit_gelu():
+    spec = importlib.util.spec_from_file_location(
+        "fit_gelu", Path(__file__).resolve().parents[1] / "scripts" / "fit_gelu.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_kernels_gelu_polynomial_is_accurate():
+    """The coefficients in epilogue.cuh's gelu_exponent, evaluated in float32 as the kernel does
+    (scripts/fit_gelu.py's emulation), give x Phi(x) within 2.5e-7 max(1, |x|) on [-12, 12] (the
+    libm form 0.5 x (1 + erff) is within 1.1e-7), and x or -0 far outside the fitted range."""
+    body = EPILOGUE_CUH.read_text().split("CUGEMM_DEVICE float gelu_exponent(float x) {")[1].split("}")[0]
+    coeffs = np.array([float(v) for v in re.findall(r"(-?\d\.\d+e[-+]\d+)f", body)], dtype=np.float32)
+    assert len(coeffs) == 7
+    fit = _fit_gelu()
+    xs = np.concatenate([np.linspace(-12, 12, 200001), -np.logspace(-8, 1, 500),
+                         np.logspace(-8, 1, 500)]).astype(np.float32)
+    ref = xs.astype(np.float64) * fit.phi(xs.astype(np.float64))
+    err = np.abs(fit.gelu_f32(xs, coeffs) - ref) / np.maximum(1.0, np.abs(xs))
+    assert err.max() < 2.5e-7, err.max()
+    far = np.array([9.5, 20, 1e3, 1e19, 3e38], dtype=np.float32)
+    assert np.array_equal(fit.gelu_f32(far, coeffs), far)
+    assert np.all(fit.gelu_f32(-far, coeffs) == 0)
+    # the fit itself: a worse degree is measurably worse (the test can fail)
+    assert fit.fit(5, 9.0, iters=60)[1] > 1e-6
+
+
+def test_the_sigmoid_forms_constants():
+    """GELU_TANH's and SILU's exponents in epilogue.cuh are -2 log2(e) sqrt(2 / pi) (1, 0.044715) and
+    -log2(e), to float32's precision."""
+    text = EPILOGUE_CUH.read_text()
+    k1, k0 = (float(v) for v in re.search(r"x \* fmaf\((-[\d.]+)f, x \* x, (-[\d.]+)f\)", text).groups())
+    want0 = -2 * math.log2(math.e) * math.sqrt(2 / math.pi)
+    assert abs(k0 / want0 - 1) < 1e-7 and abs(k1 / (0.044715 * want0) - 1) < 1e-7
+    ks = float(re.search(r"times_sigmoid2\(x, (-[\d.]+)f \* x\)", text).group(1))
+    assert abs(ks / -math.log2(math.e) - 1) < 1e-7
 
 
 def test_launch_arguments_end_with_the_epilogue():

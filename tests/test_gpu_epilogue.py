@@ -68,6 +68,49 @@ def test_every_composition_on_the_fused_kernel(dtype, spec):
     assert key, "the named base ran fused"
 
 
+def _values(dtype) -> np.ndarray:
+    """Every finite value of the 16-bit type in [-12, 12] (0 and |x| >= 2^-14), as float32."""
+    bits = np.arange(1 << 16, dtype=np.uint32)
+    f = (bits << 16).view(np.float32) if dtype == "bfloat16" else bits.astype(np.uint16).view(np.float16).astype(np.float32)
+    return np.unique(f[np.isfinite(f) & (np.abs(f) <= 12) & ((np.abs(f) >= 2.0 ** -14) | (f == 0))])
+
+
+def _ulp(v: np.ndarray, dtype) -> np.ndarray:
+    """The spacing of the 16-bit type at |v| (its subnormal spacing below the normal range)."""
+    mant, emin = (7, -126) if dtype == "bfloat16" else (10, -14)
+    e = np.floor(np.log2(np.maximum(np.abs(v), 2.0 ** emin)))
+    return 2.0 ** (e - mant)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("act", ["relu", "gelu", "gelu_tanh", "silu"])
+def test_activation_of_every_value(dtype, act):
+    """The kernel's activation (the sigmoid forms of lib/epilogue.cuh) at every value x of the type
+    in [-12, 12]: A's first column holds x, W's first column ones, the rest zeros, so the fp32
+    accumulator is x exactly; D must be within one spacing of the type of the float64 act(x), plus
+    2.5e-7 max(1, |x|) where the result is tiny (the libm forms round 1 + erf(x / sqrt 2) to 0 below
+    x = -5.3 too)."""
+    xs = _values(dtype)
+    M, N, K = len(xs), 64, 16
+    a32 = np.zeros((M, K), dtype=np.float32)
+    a32[:, 0] = xs
+    w32 = np.zeros((N, K), dtype=np.float32)
+    w32[:, 0] = 1.0
+    a, w = testing.cast(cupy.asarray(a32), dtype), testing.cast(cupy.asarray(w32), dtype)
+    out = testing.poisoned((M, N), dtype)
+    spec = epilogue.Spec(act)
+    A, B, C = records(a, w.T, out)
+    epilogue.execute(serve.library("cupy"), A, B, C, a, w.T, out, spec, None, None, None, 1.0, 0.0, 0,
+                     base=BASE[dtype])
+    got = f64(out)
+    ref = epilogue.activate_np(xs.astype(np.float64), act)
+    bound = _ulp(ref, dtype) + 2.5e-7 * np.maximum(1.0, np.abs(xs))
+    err = np.abs(got - ref[:, None])
+    worst = int(np.argmax(err.max(axis=1)))
+    assert np.all(err <= bound[:, None]), (xs[worst], got[worst, 0], ref[worst])
+    assert np.all(got == got[:, :1])  # every column the same
+
+
 SMALL_M = {"float16": "hgemm_wgmma_m64n64k16_small_m_stage12_bcol",
            "bfloat16": "hgemm_wgmma_m64n64k16_small_m_stage12_bcol_bf16"}
 ANY_C = {"float16": "hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3_bcol",

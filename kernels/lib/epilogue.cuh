@@ -64,17 +64,67 @@ struct Fused {
   static_assert(!AUX || ACT != NONE, "an auxiliary output is the pre-activation: only with an activation");
 };
 
+// The activations run on the warps that issue the wgmmas, so their cost is instructions: each is
+// written as x * sigmoid(z) = x / (1 + 2^-z'), two MUFU operations (ex2.approx, rcp.approx: relative
+// errors of about 2^-22 and 1 ulp) and a few FMAs, instead of erff / tanhf / a rounded reciprocal
+// (24, 20 and 17 SASS instructions an element, with branches, under NVRTC 13). The sigmoid form has
+// no cancellation for x < 0 (0.5 x (1 + tanh) and 0.5 x (1 + erf) lose the small result's digits).
+//   GELU (erf): Phi(x) = sigmoid(g(x)), g odd; the exponent -log2(e) g(x) = x P(x^2), P of degree 6
+//     fitted on [0, 9] (scripts/fit_gelu.py); float32 results within 2e-7 max(1, |x|) of
+//     x Phi(x) (tests/test_epilogue.py checks the coefficients below against float64 erf), as
+//     0.5 x (1 + erff(x / sqrt 2)) is within 1.1e-7 max(1, |x|). x P(x^2) keeps its sign beyond the
+//     fitted range (the x^13 term leads), so large |x| give x or -0 without a clamp.
+//   GELU_TANH: 0.5 x (1 + tanh(u)) = x sigmoid(2 u), u = sqrt(2 / pi) (x + 0.044715 x^3).
+//   SILU: x sigmoid(x).
+CUGEMM_DEVICE float ex2_approx(float z) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(z));
+  return r;
+}
+CUGEMM_DEVICE float rcp_approx(float y) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(y));
+  return r;
+}
+// x / (1 + 2^z): x sigmoid(-z ln 2). z -> +inf: -0 or 0 (x finite); z -> -inf: x.
+CUGEMM_DEVICE float times_sigmoid2(float x, float z) { return x * rcp_approx(1.f + ex2_approx(z)); }
+
+// GELU (erf): the exponent x P(x^2), P's coefficients highest power first (printed by
+// scripts/fit_gelu.py; tests/test_epilogue.py reads them from here)
+CUGEMM_DEVICE float gelu_exponent(float x) {
+  const float t = x * x;
+  float p = -5.244191303e-09f;
+  p = fmaf(p, t, 3.865658869e-07f);
+  p = fmaf(p, t, -1.147768489e-05f);
+  p = fmaf(p, t, 1.595883659e-04f);
+  p = fmaf(p, t, 9.481697634e-05f);
+  p = fmaf(p, t, -1.048371792e-01f);
+  p = fmaf(p, t, -2.302208185e+00f);
+  return x * p;
+}
+
+// CUGEMM_ACT_LIBM=1 (a -D switch, scripts/with_defines.py) builds the libm forms instead, the rung
+// below, kept to measure what the sigmoid forms save (docs/epilogue.md).
+#ifndef CUGEMM_ACT_LIBM
+#define CUGEMM_ACT_LIBM 0
+#endif
 template <int ACT>
 CUGEMM_DEVICE float activate(float x) {
-  if constexpr (ACT == RELU) {
+  if constexpr (CUGEMM_ACT_LIBM && ACT == GELU) {
+    return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
+  } else if constexpr (CUGEMM_ACT_LIBM && ACT == GELU_TANH) {
+    return 0.5f * x * (1.f + tanhf(0.79788456080286536f * fmaf(0.044715f * x, x * x, x)));
+  } else if constexpr (CUGEMM_ACT_LIBM && ACT == SILU) {
+    return x * __frcp_rn(1.f + __expf(-x));
+  } else if constexpr (ACT == RELU) {
     return x < 0.f ? 0.f : x;  // NaN stays NaN, as torch.relu
   } else if constexpr (ACT == GELU) {
-    return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
+    return times_sigmoid2(x, gelu_exponent(x));
   } else if constexpr (ACT == GELU_TANH) {
-    const float u = 0.79788456080286536f * fmaf(0.044715f * x, x * x, x);
-    return 0.5f * x * (1.f + tanhf(u));
+    // -2 log2(e) u = x (K0 + K1 x^2), K0 = -2 log2(e) sqrt(2 / pi), K1 = 0.044715 K0
+    return times_sigmoid2(x, x * fmaf(-0.10294324f, x * x, -2.3022082f));
   } else if constexpr (ACT == SILU) {
-    return x * __frcp_rn(1.f + __expf(-x));  // no division's slow path; x -> -inf: x * 0
+    return times_sigmoid2(x, -1.44269504f * x);
   } else {
     return x;
   }
