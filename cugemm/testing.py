@@ -8,6 +8,8 @@ made and read through their bits, so nothing here needs CuPy's own bfloat16 arit
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from . import dtypes
@@ -15,6 +17,15 @@ from .grouped import group_rows as grouped_rows  # the rows each group owns, as 
 
 # NaN bit patterns of the 16-bit types
 _NAN16 = {"float16": 0x7E00, "bfloat16": 0x7FC0}
+
+
+def gmma_group_ends(sass: str) -> tuple[int, int]:
+    """(the GMMAs that end a wgmma group, all GMMAs) of a SASS listing. ptxas serialises every wgmma
+    of a kernel (a wait after each; "C7514", which NVRTC's log does not show) when it cannot prove
+    that no ordinary instruction touches the accumulators of one in flight; each GMMA then ends its
+    own group (gsb0). The kernels issue at least two wgmmas a group, so at most half may end one."""
+    gmma = [line for line in sass.splitlines() if re.search(r"\b[HQI]GMMA\.", line)]
+    return sum("gsb0" in line for line in gmma), len(gmma)
 
 
 def cast(x32, dtype):

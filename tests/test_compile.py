@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import cugemm
-from cugemm import arch, jit
+from cugemm import arch, jit, testing
 from cugemm.registry import variants
 
 CHIPS = ("sm_80", "sm_89", "sm_90")
@@ -116,10 +116,9 @@ def test_wgmma_groups_are_not_serialised(reports, name):
     r = reports[(name, "sm_90a")]
     if isinstance(r, Exception):
         pytest.fail(str(r))
-    gmma = [line for line in jit.disassemble(r.cubin).splitlines() if re.search(r"\b[HQI]GMMA\.", line)]
-    ends = sum("gsb0" in line for line in gmma)
+    ends, gmma = testing.gmma_group_ends(jit.disassemble(r.cubin))
     assert gmma, f"{v.name}: no GMMA in the SASS"
-    assert 2 * ends <= len(gmma), f"{v.name}: {ends} of its {len(gmma)} GMMAs end a group: serialised by ptxas"
+    assert 2 * ends <= gmma, f"{v.name}: {ends} of its {gmma} GMMAs end a group: serialised by ptxas"
 
 
 # one cubin per cluster kernel file and cluster shape

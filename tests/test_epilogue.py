@@ -97,6 +97,22 @@ def test_every_covered_member_compiles_without_spills(reports, name, target):
         assert r.spill_bytes <= 64, r.log
 
 
+@pytest.mark.parametrize("name", sorted({v.name for v, t in JOBS if t == "sm_90a" and v.math == "wgmma"}))
+def test_every_covered_member_keeps_its_wgmmas_pipelined(reports, name):
+    """The epilogue must leave the K loop as the base has it: rung 7's members once wrote D into the
+    wgmma accumulators, and ptxas then serialised every wgmma of the kernel (each GMMA its own group;
+    cugemm.testing.gmma_group_ends), the whole K loop of every fused form."""
+    from cugemm import testing, toolkit
+
+    if toolkit.find_tool("cuobjdump") is None or toolkit.find_tool("nvdisasm") is None:
+        pytest.skip("no cuobjdump / nvdisasm: in the CUDA toolkit or the test extra's wheels")
+    r = reports[(name, "sm_90a")]
+    if isinstance(r, Exception):
+        pytest.fail(str(r))
+    ends, gmma = testing.gmma_group_ends(jit.disassemble(r.cubin))
+    assert gmma and 2 * ends <= gmma, f"{name}: {ends} of its {gmma} GMMAs end a group: serialised by ptxas"
+
+
 def test_reference_formulas():
     x = np.array([-3.0, -0.5, 0.0, 0.5, 3.0])
     assert np.allclose(epilogue.activate_np(x, "relu"), [0, 0, 0, 0.5, 3])

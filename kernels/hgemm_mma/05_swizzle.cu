@@ -138,11 +138,11 @@ __device__ __forceinline__ void hgemm_mma_swizzle_tile(const T* __restrict__ a, 
         const float2 lo = __half22float2(*reinterpret_cast<const half2*>(&acc[i][j].d[0]));
         const float2 hi = __half22float2(*reinterpret_cast<const half2*>(&acc[i][j].d[1]));
         float f[4] = {lo.x, lo.y, hi.x, hi.y};
-        epilogue::apply<EPI, T, 1>(f, 0, row, col, M, N, ep_z);
+        epilogue::apply<EPI, T, 1>(f, f, 0, row, col, M, N, ep_z);
         acc[i][j].d[0] = pack2<T>(f[0], f[1]);
         acc[i][j].d[1] = pack2<T>(f[2], f[3]);
       } else {
-        epilogue::apply<EPI, T, 1>(acc[i][j].d, 0, row, col, M, N, ep_z);
+        epilogue::apply<EPI, T, 1>(acc[i][j].d, acc[i][j].d, 0, row, col, M, N, ep_z);
       }
     }
   };

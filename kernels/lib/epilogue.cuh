@@ -175,13 +175,17 @@ CUGEMM_DEVICE void prefetch(int row0, int n0, int M, int N, int tid, const Args&
 
 // JN 8-column groups j = j0 .. j0 + JN - 1 of the fragment (header), this thread's first row `row`
 // and first column `col`: every load first (S's pairs, the bias), then the arithmetic and the AUX
-// stores; the accumulators leave holding D (fp32, rounded to T by the caller's store).
+// stores; D (fp32, rounded to T by the caller's store) goes to d, in acc's layout. d may be acc
+// itself, except where acc are a wgmma's accumulators that a later K loop reuses (rung 7): a write
+// into them by an ordinary instruction made ptxas serialise every wgmma of the kernel (a
+// WARPGROUP.DEPBAR after each; tests/test_epilogue.py checks every covered member's SASS).
 // DEFER: the activation and a post-activation S are left to finish_pair (the storing warps of an
 // ANY_C form apply them to the staged, rounded pre-activation while the consumers go on).
 template <class EPI>
 inline constexpr bool DEFERS = EPI::ACTIVE && (EPI::ACT != NONE || EPI::SRC == SRC_POST);
 template <class EPI, class T, int JN, bool DEFER = false, int NACC>
-CUGEMM_DEVICE void apply(float (&acc)[NACC], int j0, int row, int col, int M, int N, const Args& a) {
+CUGEMM_DEVICE void apply(const float (&acc)[NACC], float (&d)[NACC], int j0, int row, int col, int M, int N,
+                         const Args& a) {
   constexpr bool LOAD_S = EPI::SRC == SRC_PRE || (EPI::SRC == SRC_POST && !DEFER);
   if constexpr (EPI::ACTIVE) {
     float2 s[JN][2], bc[JN];
@@ -241,8 +245,8 @@ CUGEMM_DEVICE void apply(float (&acc)[NACC], int j0, int row, int col, int M, in
             x1 = fmaf(a.beta, s[jj][h].y, x1);
           }
         }
-        acc[4 * j + 2 * h] = x0;
-        acc[4 * j + 2 * h + 1] = x1;
+        d[4 * j + 2 * h] = x0;
+        d[4 * j + 2 * h + 1] = x1;
       }
     }
   }
@@ -263,12 +267,13 @@ CUGEMM_DEVICE unsigned finish_pair(unsigned v, int r, int n, const Args& a) {
   return pack2<T>(x.x, x.y);
 }
 
-// All NG 8-column groups of a fragment, JN <= 8 at a time (so that one chunk's loads stay in registers).
+// All NG 8-column groups of a fragment, JN <= 8 at a time (so that one chunk's loads stay in
+// registers), in place (acc's wgmmas done for good: the 64-row rung's SASS stays pipelined).
 template <class EPI, class T, int NG, int J0 = 0, int NACC>
 CUGEMM_DEVICE void apply_groups(float (&acc)[NACC], int row, int col, int M, int N, const Args& a) {
   if constexpr (EPI::ACTIVE && J0 < NG) {
     constexpr int JN = NG - J0 < 8 ? NG - J0 : 8;
-    apply<EPI, T, JN>(acc, J0, row, col, M, N, a);
+    apply<EPI, T, JN>(acc, acc, J0, row, col, M, N, a);
     apply_groups<EPI, T, NG, J0 + JN>(acc, row, col, M, N, a);
   }
 }
