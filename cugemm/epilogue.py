@@ -228,8 +228,8 @@ POST_INSTRUCTIONS = 4
 
 def consumer_us(M: int, N: int, spec: Spec, sms: int) -> float:
     """The time the activation and a residual add take on the warps that issue the wgmmas (the
-    tensor cores idle meanwhile): M N elements, ACT_INSTRUCTIONS each, 4 x 32 lanes an SM a cycle at
-    1.755 GHz."""
+    tensor cores idle meanwhile): M N elements, ACT_INSTRUCTIONS issue cycles each, 4 x 32 lanes an
+    SM a cycle at 1.755 GHz."""
     per = ACT_INSTRUCTIONS[spec.activation] + (POST_INSTRUCTIONS if spec.src == "post" else 0)
     return M * N * per / (sms * 128 * 1755.0)
 
