@@ -1,6 +1,6 @@
 """Compile (and load through CuPy, filling its disk cache) the fused-epilogue members the GPU tests
 run: every composition on the two bases tests/test_gpu_epilogue.py names (and the covering ones on
-its two 64-row bases), NVRTC programs in parallel.
+its other bases: 64-row, ANY_C, mma.sync, ping-pong), NVRTC programs in parallel.
 Run before `pytest tests/test_gpu_epilogue.py` on a fresh GPU machine (scripts/device_check.sh epilogue)."""
 import argparse
 import time
@@ -18,7 +18,9 @@ SMALL_M = ("hgemm_wgmma_m64n64k16_small_m_stage12_bcol", "hgemm_wgmma_m64n64k16_
            "hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3_bcol",
            "hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3_bcol_bf16",  # the ANY_C form
            "hgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge",  # the mma.sync rung
-           "bgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge")
+           "bgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge",
+           "hgemm_wgmma_m64n128k16_persistent_pingpong_cluster2_tma_store_stage6_bcol",  # the ping-pong form
+           "hgemm_wgmma_m64n128k16_persistent_pingpong_cluster2_tma_store_stage6_bcol_bf16")
 
 
 def main(workers: int = 16) -> None:

@@ -215,4 +215,12 @@ def test_fused_or_not():
     assert epilogue.storing_us(1024, 1024, spec, 132) > epilogue.consumer_us(1024, 1024, spec, 132) > 0
     assert epilogue.fused_plan(Choice(prob, anyc, [anyc, tma]), spec) is tma
     assert epilogue.fused_plan(Choice(prob, anyc, [anyc, tma]), epilogue.Spec(bias="col")) is anyc
+    # a ping-pong plan a little slower plain than a cooperative one: charged PINGPONG_SHOWS of the
+    # activation (one consumer's epilogue beside the other's wgmmas), it runs the GELU; not the bias alone
+    act = epilogue.consumer_us(1024, 1024, spec, 132)
+    coop = _plan(cap, 10.0)
+    pp = _plan("hgemm_wgmma_m64n128k16_persistent_pingpong_cluster2_tma_store_stage6_bcol",
+               10.0 + (1 - epilogue.PINGPONG_SHOWS) * act / 2)
+    assert epilogue.fused_plan(Choice(prob, coop, [coop, pp]), spec) is pp
+    assert epilogue.fused_plan(Choice(prob, coop, [coop, pp]), epilogue.Spec(bias="col")) is coop
     assert p is None

@@ -1,7 +1,7 @@
 """GPU correctness of the top Hopper rung's operand forms (cugemm/families/hgemm_wgmma.py): every
 operand layout read without a copy (A column-major, B column-major, both; B column-major also with
-rung 7's 128x64, 128x128 and 128x192 tiles; every form with 192-row tiles), any M, N, K with padded
-leading dimensions (the padding poisoned with NaN: TMA must not read it), and the ANY_C epilogue
+rung 7's 128x64, 128x128 and 128x192 tiles; every form with 192-row tiles and every ping-pong form),
+any M, N, K with padded leading dimensions (the padding poisoned with NaN: TMA must not read it), and the ANY_C epilogue
 writing a C that is only 2-byte aligned with an odd row stride. C starts NaN-poisoned; what lies
 around it in its buffer (row padding, guard elements) must come back untouched. Tolerances:
 cugemm.accuracy, as in tests/test_gpu.py."""
@@ -61,8 +61,22 @@ def _wg3_cases() -> list:
     return [(name, s) for s in map(_tma_shape, WG3_SHAPES) for name in WG3]
 
 
+# Rung 7's ping-pong schedule (PINGPONG: the two consumers take whole 128x128 tiles in turn), every
+# registered form: one tile (consumer 1 idle), 63 tiles (blocks of one), 2048x2304x768 (288 tiles: some
+# blocks take 2, some 3, so a consumer with no next tile hands no turn over), 3000x3072x768 (576 tiles,
+# a partial last tile row; with clusters an odd tile-row count leaves a block past M), and 8191x2049x72
+# (4 rounds, one K-tile a tile: the ring wraps many times per tile, its skips crossing the wrap).
+PINGPONG = [f"hgemm_wgmma_m64n128k16_persistent_pingpong{c}_tma_store_stage6{col}{bf}"
+            for c in ("", "_cluster2") for col in ("", "_bcol") for bf in ("", "_bf16")]
+PINGPONG_SHAPES = [(17, 23, 9), (1000, 776, 520), (2048, 2304, 768), (3000, 3072, 768), (8191, 2049, 72)]
+
+
+def _pingpong_cases() -> list:
+    return [(name, s) for s in map(_tma_shape, PINGPONG_SHAPES) for name in PINGPONG]
+
+
 CASES = (_cases("", SHAPES) + _cases("_bf16", SMALL) + _narrow_cases("", NARROW_SHAPES)
-         + _narrow_cases("_bf16", SMALL + NARROW_SHAPES[-1:]) + _wg3_cases())
+         + _narrow_cases("_bf16", SMALL + NARROW_SHAPES[-1:]) + _wg3_cases() + _pingpong_cases())
 
 _values: dict = {}
 
@@ -131,7 +145,7 @@ def test_form_matches_float64_reference(name, shape):
 
 
 @pytest.mark.parametrize("name", [f"{_P}_tma_store_stage4_acol_bcol", f"{_P}_anyc_stage3_bcol", *NARROW_BCOL,
-                                  NARROW_BCOL[0] + "_bf16", WG3[2], WG3[7]])
+                                  NARROW_BCOL[0] + "_bf16", WG3[2], WG3[7], PINGPONG[2], PINGPONG[7]])
 def test_dense_transposed_views(name):
     """The no-copy case itself: a.T and W.T of dense row-major arrays, an aligned dense C."""
     v = cugemm.get_variant(name)

@@ -37,6 +37,9 @@ BT = Candidate(630.0, "persistent", 6)        # rung 8 without clusters
 TILE = {192: Candidate(610.0, "persistent", 7), 128: Candidate(600.0, "persistent", 9),
         64: Candidate(520.0, "persistent", 11)}  # rung 7 with 128 x 192 / 128 / 64 tiles
 TILE_WG3 = {192: Candidate(615.0, "persistent", 8), 128: Candidate(600.0, "persistent", 10)}  # 192 x 192 / 128
+# rung 7's ping-pong schedule with 128 x 128 tiles: rated as the cooperative one, preferred after it on a
+# tie (the tables decide: it gains where a tile's epilogue is a large part of its time, K <= ~2048)
+TILE_PINGPONG = {128: Candidate(600.0, "persistent", 23)}
 # rung 7's fitted widths (x @ W.T, 128 x bn tiles): narrower tiles re-read A more, so lower nominal rates
 FITTED = {48: Candidate(480.0, "persistent", 14), 80: Candidate(540.0, "persistent", 15),
           112: Candidate(570.0, "persistent", 16), 144: Candidate(590.0, "persistent", 17),
@@ -84,8 +87,8 @@ def _ws(name, *, BN, CONSUMERS, STAGES, dtype="float16", doc, **kw):
 
 
 def _persistent(name, *, BM=BM, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STORE=False, ANY_C=False,
-                A_COL=False, B_COL=False, NARROW_EDGE=False, BATCHED=False, GROUPS=0, EPI_BOXES=2, dtype="float16",
-                doc, **kw):
+                A_COL=False, B_COL=False, NARROW_EDGE=False, BATCHED=False, GROUPS=0, EPI_BOXES=2, PINGPONG=False,
+                dtype="float16", doc, **kw):
     """04_persistent.cu. With strided=True (the top rung and its forms) any M and K, and any N for
     ANY_C: the tensor maps carry the true shape and leading dimensions, TMA zero-fills past them;
     only the leading dimensions must be multiples of 16 bytes (TMA's rule; ANY_C's C: of 2). The
@@ -99,7 +102,7 @@ def _persistent(name, *, BM=BM, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STOR
                    params=(("BM", BM), ("BN", BN), ("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_M", CLUSTER_M),
                            ("TMA_STORE", TMA_STORE), ("ANY_C", ANY_C), ("A_COL", A_COL), ("B_COL", B_COL),
                            ("NARROW_EDGE", NARROW_EDGE), ("BATCHED", BATCHED), ("GROUPS", GROUPS),
-                           ("EPI_BOXES", EPI_BOXES),
+                           ("EPI_BOXES", EPI_BOXES), ("PINGPONG", PINGPONG),
                            ("T", _T(dtype))),
                    tile=(BM, BN, BK), block=(128 + 2 * BM, 1, 1), a_layout="col" if A_COL else "row",
                    b_layout="col" if B_COL else "row", cluster=(CLUSTER_M, 1, 1),
@@ -107,24 +110,25 @@ def _persistent(name, *, BM=BM, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STOR
                    **_common(name, dtype, doc, **{"multiple_of": (1, 8, 8), **kw}))
 
 
-def _tile_forms(bn: int, stages: int, doc: str, cluster: int = 2, bm: int = BM) -> tuple:
+def _tile_forms(bn: int, stages: int, doc: str, cluster: int = 2, bm: int = BM, pingpong: bool = False) -> tuple:
     """Rung 7 (TMA-store epilogue, strided) with bm x bn tiles, clusters of `cluster` along M, in fp16
     and bf16, then its `_bcol` form (B read column-major: x @ W.T) in both. No NARROW_EDGE: its edge
     widths are a 256-wide tile's (04_persistent.cu asserts BN = 256). Without clusters (cluster=1) for
     small products: a cluster launch costs about 1.5 us more than a plain one (scripts/floor_probe.py).
     bm = 192 (`_wg3`): three consumer warpgroups (setmaxnreg 40 / 152), for shapes whose 192-row tiles
     fill whole rounds of the SMs where 128-row ones leave a last round partly idle (2048 x 2304: 132
-    tiles of 192 x 192 where 128 x 192 tiles make 192)."""
-    c = ("_wg3" if bm == 192 else "") + ("_cluster2" if cluster == 2 else "")
-    rating = (TILE_WG3 if bm == 192 else TILE)[bn]
+    tiles of 192 x 192 where 128 x 192 tiles make 192). pingpong (`_pingpong`, PINGPONG): the two consumer
+    warpgroups take whole tiles in turn instead of a 64-row slab each of one tile."""
+    c = ("_wg3" if bm == 192 else "") + ("_pingpong" if pingpong else "") + ("_cluster2" if cluster == 2 else "")
+    rating = (TILE_WG3 if bm == 192 else TILE_PINGPONG if pingpong else TILE)[bn]
     head = doc.split(":")[0]
     docs = {("", ""): doc, ("", "_bf16"): f"{head} in bf16",
             ("_bcol", ""): f"{head} and {_FORM_DOC['_bcol']}, no copy",
             ("_bcol", "_bf16"): f"{head} and {_FORM_DOC['_bcol']}, no copy, in bf16"}
     return tuple(
         _persistent(f"hgemm_wgmma_m64n{bn}k16_persistent{c}_tma_store_stage{stages}{col}{bf}", BM=bm, BN=bn,
-                    STAGES=stages, CLUSTER_M=cluster, TMA_STORE=True, B_COL=col == "_bcol", strided=True,
-                    dtype=dtype, doc=docs[col, bf], matmul=_bcol_candidate(rating) if col else rating)
+                    STAGES=stages, CLUSTER_M=cluster, TMA_STORE=True, B_COL=col == "_bcol", PINGPONG=pingpong,
+                    strided=True, dtype=dtype, doc=docs[col, bf], matmul=_bcol_candidate(rating) if col else rating)
         for col in ("", "_bcol") for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")))
 
 
@@ -396,6 +400,12 @@ _VARIANTS_2D: tuple[Variant, ...] = (
                         "launch's cost shows", cluster=1),
     *_tile_forms(128, 6, "rung 7 with 128x128 tiles and no clusters, 6 stages: small products", cluster=1),
     *_tile_forms(192, 4, "rung 7 with 128x192 tiles and no clusters, 4 stages: small products", cluster=1),
+    # ---- rung 7's ping-pong schedule, 128x128 tiles: each consumer a whole tile, in turns, so that one's
+    # epilogue runs under the other's wgmmas (x @ W.T at K = 768: 3-6% faster than the cooperative form)
+    *(v for cluster in (2, 1) for v in _tile_forms(
+        128, 6, "rung 7's ping-pong schedule: each of the two consumer warpgroups takes whole 128x128 tiles "
+                "(two m64n128k16 slabs) in turn, so that one's epilogue overlaps the other's wgmmas; 6 stages"
+                + (", clusters of 2 along M" if cluster == 2 else ", no clusters"), cluster=cluster, pingpong=True)),
     # ---- rung 7 with 192-row tiles (three consumer warpgroups): 2048x2304 is 132 tiles of 192x192
     *_wg3_forms(192, 3),
     *_wg3_forms(128, 4),

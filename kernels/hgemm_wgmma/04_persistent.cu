@@ -69,6 +69,16 @@
 //     rows may lie in the next group: they are loaded and computed but never stored, and a slab
 //     that crosses its group's end is written from registers with bounded stores (store_slab, C's row stride N) where whole slabs
 //     take the TMA store (C dense, row stride N). The grouped forms stage C with stmatrix.
+//   PINGPONG (BM = 128, BN <= 128, 2-D TMA-store forms): the two consumers take the tiles in turn,
+//     each a whole 128 x BN tile (two 64 x BN slabs, 2 x BN / 2 accumulators a thread), where the
+//     other forms split a tile's rows between them (CUTLASS's ping-pong against its cooperative
+//     schedule). One consumer's epilogue (its stores, a fused activation) then runs while the other's
+//     wgmmas keep the tensor cores busy. The ring is one FIFO: consumer cw takes tiles cw, cw + 2, ...
+//     of the walk and passes over the other's K-tiles (Ring::skip); EMPTY counts one consumer per
+//     block. A consumer issues a tile's K loop only after the other has issued its previous tile's
+//     (named barriers TURN, handed over once the last K-tile's wgmmas are issued): so the mainloops
+//     alternate, and no consumer waits on a FULL phase two trips ahead of the ring (a parity wait
+//     would pass on the older phase). Same block, grid, maps and shared memory as the form without.
 //   PDL (every form): the producer thread waits in griddepcontrol.wait before its first load; no
 //     other role touches global memory before data it loaded.
 // The copy engine zero-fills box parts past M, N or K; boxes wholly past N are not issued (the
@@ -76,7 +86,7 @@
 // Template parameters: BM (128, 192), BN (64, 128, 192, 256; fitted: 48, 80, 112, 144, 160, 208, 224; with
 //   BM = 192: 144, 160), STAGES, GROUP (tile rows per raster
 //   band, in cluster tiles), CLUSTER_M (1, 2), TMA_STORE, ANY_C, A_COL, B_COL, NARROW_EDGE, BATCHED,
-//   GROUPS (0, or GROUPED's table length), EPI_BOXES (2-8: TMA_STORE's staging boxes per consumer), T,
+//   GROUPS (0, or GROUPED's table length), EPI_BOXES (2-8: TMA_STORE's staging boxes per consumer), PINGPONG, T,
 //   EPI (lib/epilogue.cuh: None, or a Fused<...> epilogue applied to each panel's accumulators before
 //   it is staged; the 2-D TMA-store forms with two consumers, FITTED's register-stored columns too;
 //   ANY_C: the consumers apply alpha, a pre-activation source, the bias and AUX, the storing warps
@@ -110,7 +120,7 @@ using PersistentSmem =
                           (TMA_STORE ? EPI_BOXES * (BM / 64) * hgemm_wgmma::BOX_BYTES : 0) +
                               (ANY_C ? 2 * (BN / 64) * hgemm_wgmma::BOX_BYTES : 0)>;
 template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL,
-          bool B_COL, bool NARROW_EDGE, bool BATCHED, int GROUPS, int EPI_BOXES, class T,
+          bool B_COL, bool NARROW_EDGE, bool BATCHED, int GROUPS, int EPI_BOXES, bool PINGPONG, class T,
           class EPI = epilogue::None>
 __device__ constexpr int hgemm_wgmma_persistent_smem_bytes =
     PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C, EPI_BOXES>::BYTES;
@@ -132,7 +142,7 @@ struct PersistentCParam<true> {
 };
 
 template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL,
-          bool B_COL, bool NARROW_EDGE, bool BATCHED, int GROUPS, int EPI_BOXES, class T,
+          bool B_COL, bool NARROW_EDGE, bool BATCHED, int GROUPS, int EPI_BOXES, bool PINGPONG, class T,
           class EPI = epilogue::None>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, 1)
     hgemm_wgmma_persistent(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N,
@@ -145,7 +155,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                            int ep_ld_aux) {
   using namespace hgemm_wgmma;
   using Smem = PersistentSmem<BM, BN, STAGES, TMA_STORE, ANY_C, EPI_BOXES>;
-  constexpr int CONSUMERS = BM / 64;  // consumer warpgroups, one 64-row slab each
+  constexpr int CONSUMERS = BM / 64;  // consumer warpgroups, one 64-row slab each (PINGPONG: a tile each)
+  constexpr int SLABS = PINGPONG ? BM / 64 : 1;  // 64-row slabs a consumer owns
+  constexpr int TURNS = PINGPONG ? CONSUMERS : 1;  // consumers taking the walk's tiles in turn
+  constexpr int BAR_TURN = 8;  // PINGPONG: consumer cw may issue its next tile's K loop (ids 8, 9)
   constexpr int A_STAGE = Smem::A_STAGE;
   constexpr int B_STAGE = Smem::B_STAGE;
   constexpr bool FITTED = BN % 64 != 0;                  // a fitted width (header)
@@ -176,6 +189,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   // than these forms on cugemm's MoE tuning set, H100; not built)
   static_assert(!GROUPED || (BATCHED && CLUSTER_M == 1 && !A_COL),
                 "groups: the batched form's B and dynamic walk; A's rows, without clusters");
+  static_assert(!PINGPONG || (BM == 128 && BN <= 128 && TMA_STORE && !FITTED && !BATCHED),
+                "ping-pong: 2-D TMA-store forms, a consumer's whole 128 x BN tile in 2 x BN / 2 <= 128 accumulators");
   constexpr bool MAPS_3D = BATCHED && !GROUPED;  // A and C: 3-D maps (GROUPED: 2-D, the groups' rows stacked)
   // (three consumers have 152 registers a thread: the epilogue's erf and loads spill 4-72 bytes there)
   static_assert(!EPI::ACTIVE || ((TMA_STORE || ANY_C) && !BATCHED && BM == 128),
@@ -214,7 +229,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       }
     }
     // every consumer of every block of the cluster; its fence publishes the slab barriers too
-    init_ring_barriers<STAGES>(full, empty, CONSUMERS * CLUSTER_M);
+    init_ring_barriers<STAGES>(full, empty, CONSUMERS / TURNS * CLUSTER_M);
   }
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
   const int groups = GROUPED ? min(batches, GROUPS) : 1;
@@ -387,20 +402,22 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     const int cw = wg - 1;                    // slab: rows 64 cw .. 64 cw + 63 of the tile
     const int tid = threadIdx.x & 127;
     const int w = tid >> 5, g = (tid & 31) >> 2, t4 = tid & 3;
-    const unsigned sA_addr = smem_addr(sA) + cw * 64 * A_ROW_BYTES;  // A_COL: panel cw, the same offset
+    // A_COL: panel cw, the same offset; PINGPONG: the tile's first row (slab r: 64 r rows on)
+    const unsigned sA_addr = smem_addr(sA) + (PINGPONG ? 0 : cw * 64 * A_ROW_BYTES);
     const unsigned sB_addr = smem_addr(sB);
     char* const boxes = sC + cw * EPI_BOXES * BOX;
     auto release = [&](int s) { release_stage<CLUSTER_M>(&empty[s], tid); };
 
-    float acc[BN / 2];
+    float acc_slabs[SLABS][BN / 2];
+    float (&acc)[BN / 2] = acc_slabs[0];  // the slab of the forms without PINGPONG
     // EPI: D in registers of its own (epilogue::apply: a write into the accumulators would make ptxas
-    // serialise every wgmma of the kernel); without an epilogue `out` is acc and d goes unused.
+    // serialise every wgmma of the kernel); without an epilogue `out` is the slab's accumulators.
     float d[BN / 2];
-    float (&out)[BN / 2] = *(EPI::ACTIVE ? &d : &acc);
     Ring<STAGES> ring;
+    if constexpr (PINGPONG) ring.skip(cw * num_kt);  // consumer 1 starts at the walk's second tile
     int box_flip = 0;  // an odd PANELS (BN = 192) starts every other tile on the second staging box
     int box_next = 0;  // EPI_BOXES > 2: the box of the slab's first panel (panels take the boxes in turn)
-    for (int k = 0;; ++k) {
+    for (int k = PINGPONG ? cw : 0;; k += TURNS) {
       int t = 0;
       if constexpr (DYNAMIC) {  // the tile the producer fetched: lane 0 of each warp reads it
         if ((tid & 31) == 0) {
@@ -416,21 +433,36 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       const Placed tile = place(t);
       const int z = tile.z, m0 = tile.m0, n0 = tile.n0, m_end = tile.m_end;
       const int live = min(PANELS, (N - n0 + 63) / 64);  // panels of the tile inside N
-      // EPI: what this slab's epilogue reads, fetched towards the SM while the K loop runs
-      epilogue::prefetch<EPI, T, BN>(m0 + 64 * cw, n0, m_end, N, tid, ep);
+      // EPI: what this consumer's slabs' epilogue reads, fetched towards the SM while the K loop runs
+#pragma unroll
+      for (int r = 0; r < SLABS; ++r)
+        epilogue::prefetch<EPI, T, BN>(m0 + 64 * (PINGPONG ? r : cw), n0, m_end, N, tid, ep);
       // The tile's K loop with wgmmas W columns wide (the first W / 2 accumulators).
       auto k_loop = [&](auto width) {
         constexpr int W = decltype(width)::value;
         consume_ktiles<T, W, STAGES, A_STAGE, B_STAGE, A_COL, B_COL>(acc_prefix<W / 2>(acc), ring, full, sA_addr,
                                                                      sB_addr, num_kt, release);
       };
-      if constexpr (NARROW_EDGE) {
+      if constexpr (PINGPONG) {
+        // this consumer's turn: the other issued its previous tile's K loop (none before the walk's first)
+        if (k > 0) named_barrier_sync(BAR_TURN + cw, 256);
+        consume_ktiles<T, BN, STAGES, A_STAGE, B_STAGE, A_COL, B_COL>(
+            acc_slabs, ring, full, sA_addr, sB_addr, num_kt, release, [&] {
+              // the turn passes once this K loop is issued, if the other consumer has a next tile
+              if (walk.nth(k + 1, edge_last) < total) named_barrier_arrive(BAR_TURN + (cw ^ 1), 256);
+            });
+        ring.skip(num_kt);  // the other consumer's tile
+      } else if constexpr (NARROW_EDGE) {
         with_live_width(live, k_loop);
       } else {
         k_loop(Cols<BN>{});
       }
 
-      const int row0 = m0 + 64 * cw;  // the slab's first row
+#pragma unroll
+      for (int r = 0; r < SLABS; ++r) {
+      float (&acc)[BN / 2] = acc_slabs[r];
+      float (&out)[BN / 2] = *(EPI::ACTIVE ? &d : &acc);
+      const int row0 = m0 + 64 * (PINGPONG ? r : cw);  // the slab's first row
       // GROUPED: a slab that ends past its group's rows is written from registers, bounded (below)
       const bool slab_whole = !GROUPED || row0 + 64 <= m_end;
       if constexpr (TMA_STORE) {
@@ -491,6 +523,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         named_barrier_arrive(BAR_STAGED + cw, BOTH);  // publish it; on to the next tile
       } else {
         store_slab<T>(c, acc, row0 + 16 * w + g, n0 + 2 * t4, M, N);
+      }
       }
     }
     if constexpr (TMA_STORE) {

@@ -315,26 +315,48 @@ __device__ __forceinline__ void produce_ktiles(Ring<STAGES>& ring, unsigned long
 // for K-tile i - 1's and releases its stage (release(stage): the caller's arrival on EMPTY). The
 // first K-tile overwrites the accumulators. On return they are final and every stage released.
 // A_COL / B_COL / B_P32: the operand layouts of mma_ktile; TB: B's element type where it differs (8-bit).
+// SLABS > 1 (acc[SLABS][BN / 2]): one warpgroup owns SLABS 64-row slabs of the tile (a ping-pong
+// consumer, 04_persistent.cu), slab r's A rows 64 r on (A_COL: its panel, the same offset); a K-tile's
+// wgmmas of every slab form one group. issued(): called once the last K-tile's wgmmas are issued, after
+// the consumer's last wait on a FULL barrier (where a ping-pong consumer hands the turn over).
 template <class T, int BN, int STAGES, int A_STAGE, int B_STAGE, bool A_COL = false, bool B_COL = false,
-          bool B_P32 = false, class TB = T, class Release>
-__device__ __forceinline__ void consume_ktiles(float (&acc)[BN / 2], Ring<STAGES>& ring,
+          bool B_P32 = false, class TB = T, int SLABS, class Release, class Issued>
+__device__ __forceinline__ void consume_ktiles(float (&acc)[SLABS][BN / 2], Ring<STAGES>& ring,
                                                unsigned long long* full, unsigned a_addr, unsigned b_addr,
-                                               int count, Release&& release) {
+                                               int count, Release&& release, Issued&& issued) {
+  static_assert(64 * A_ROW_BYTES == B_PANEL_BYTES, "a slab's A rows (A_COL: its panel) are 8 KB on");
   int prev = 0;
   for (int i = 0; i < count; ++i) {
     mbarrier_wait(&full[ring.stage], ring.phase);
-    begin_group(acc);
-    mma_ktile<T, BN, A_COL, B_COL, B_P32, TB>(acc, a_addr + ring.stage * A_STAGE, b_addr + ring.stage * B_STAGE,
-                                              i > 0);
-    end_group(acc);
+#pragma unroll
+    for (int r = 0; r < SLABS; ++r) cugemm_wgmma::fence_operands(acc[r]);
+    cugemm_wgmma::fence();
+#pragma unroll
+    for (int r = 0; r < SLABS; ++r)
+      mma_ktile<T, BN, A_COL, B_COL, B_P32, TB>(acc[r], a_addr + ring.stage * A_STAGE + r * B_PANEL_BYTES,
+                                                b_addr + ring.stage * B_STAGE, i > 0);
+    cugemm_wgmma::commit_group();
+#pragma unroll
+    for (int r = 0; r < SLABS; ++r) cugemm_wgmma::fence_operands(acc[r]);
+    if (i == count - 1) issued();
     cugemm_wgmma::wait_group<1>();
     if (i > 0) release(prev);
     prev = ring.stage;
     ring.advance();
   }
   cugemm_wgmma::wait_group<0>();
-  cugemm_wgmma::fence_operands(acc);
+#pragma unroll
+  for (int r = 0; r < SLABS; ++r) cugemm_wgmma::fence_operands(acc[r]);
   release(prev);
+}
+// One 64 x BN slab (every rung's consumer but the ping-pong one).
+template <class T, int BN, int STAGES, int A_STAGE, int B_STAGE, bool A_COL = false, bool B_COL = false,
+          bool B_P32 = false, class TB = T, class Release>
+__device__ __forceinline__ void consume_ktiles(float (&acc)[BN / 2], Ring<STAGES>& ring,
+                                               unsigned long long* full, unsigned a_addr, unsigned b_addr,
+                                               int count, Release&& release) {
+  consume_ktiles<T, BN, STAGES, A_STAGE, B_STAGE, A_COL, B_COL, B_P32, TB>(
+      *reinterpret_cast<float(*)[1][BN / 2]>(&acc), ring, full, a_addr, b_addr, count, release, [] {});
 }
 
 // ---- fp32 partial slabs in global memory, in fragment order -----------------------------------

@@ -180,6 +180,13 @@ struct Ring {
       phase ^= 1;
     }
   }
+  // n K-tiles on at once (a ping-pong consumer passing over the other consumer's tile)
+  __device__ __forceinline__ void skip(int n) {
+    stage += n;
+    const int trips = stage / STAGES;
+    stage -= trips * STAGES;
+    phase ^= trips & 1;
+  }
 };
 
 // The end of a cluster kernel's producer (CUTLASS's producer tail): wait until every consumer of every
