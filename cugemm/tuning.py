@@ -176,7 +176,13 @@ def merge(path: Path, key: str | None, entries: dict) -> None:
     tuning cache) or at the top (a shipped table: key None). Records of the same shape merge their
     variants, newer times replacing older ones. A bucket holds one shape: of two shapes that fall in
     it (1000^3 and 1024^3 both do), the one nearer the bucket's centre (off_centre) keeps it, the
-    newer on a tie, so what a bucket holds does not depend on the order shapes were tuned in."""
+    newer on a tie, so what a bucket holds does not depend on the order shapes were tuned in.
+    A record of fewer variants than the bucket's (a tune of some variants only, `tune --variants`)
+    never displaces one of another shape, and merged into one of the same shape its times are put on
+    the bucket's clock: scaled by the bucket's baseline (cupy.matmul's time in the run that measured
+    it) over its own, so that times from runs at different clocks compare (an H100 at its power cap
+    moves by a few percent from run to run); the bucket keeps its baseline. Records of no fewer
+    variants replace the bucket's times and baseline as before."""
     path = Path(path)
     with _locked(path):
         data = _read(path) or {"format": FORMAT, "entries": {}}
@@ -185,10 +191,15 @@ def merge(path: Path, key: str | None, entries: dict) -> None:
             target = target.setdefault(key, {})
         for bucket, rec in entries.items():
             old = target.get(bucket)
+            partial = _valid(old) and len(rec["us"]) < len(old["us"])
             if isinstance(old, dict) and isinstance(old.get("us"), dict) and old.get("shape") == rec["shape"]:
-                old["us"].update(rec["us"])
-                old["baseline_us"] = rec.get("baseline_us", old.get("baseline_us"))
-            elif not _valid(old) or off_centre(rec["shape"]) <= off_centre(old["shape"]):
+                base, own = old.get("baseline_us"), rec.get("baseline_us")
+                if partial and base and own:
+                    old["us"].update({v: t * base / own for v, t in rec["us"].items()})
+                else:
+                    old["us"].update(rec["us"])
+                    old["baseline_us"] = own if own is not None else base
+            elif not _valid(old) or (not partial and off_centre(rec["shape"]) <= off_centre(old["shape"])):
                 target[bucket] = rec
         _write_atomic(path, data)
 

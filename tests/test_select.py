@@ -215,6 +215,25 @@ def test_a_bucket_keeps_the_shape_nearest_its_centre_whatever_the_order(tmp_path
         assert rec["shape"] == [1024, 1024, 1024] and rec["us"] == {"v": 1024.0}
 
 
+def test_a_partial_tune_keeps_the_buckets_clock_and_shape(tmp_path):
+    """Some variants re-timed in another run: their times are scaled to the bucket's baseline (the
+    run that timed the others), and a shape nearer the centre with fewer variants displaces nothing."""
+    p, *_ = problem(1000, 1000, 1000)
+    path = tmp_path / "t.json"
+    tuning.merge(path, "gpu", _entry(p, {"a": 30.0, "b": 40.0}))  # baseline 100
+    partial = _entry(p, {"c": 33.0})
+    next(iter(partial.values()))["baseline_us"] = 110.0  # a run 10% slower
+    tuning.merge(path, "gpu", partial)
+    (rec,) = json.loads(path.read_text())["entries"]["gpu"].values()
+    assert rec["us"] == {"a": 30.0, "b": 40.0, "c": pytest.approx(30.0)} and rec["baseline_us"] == 100.0
+    tuning.merge(path, "gpu", _entry(p, {"c": 1.0}, (1024, 1024, 1024)))  # the centre, one variant
+    (rec,) = json.loads(path.read_text())["entries"]["gpu"].values()
+    assert rec["shape"] == [1000, 1000, 1000] and set(rec["us"]) == {"a", "b", "c"}
+    tuning.merge(path, "gpu", _entry(p, {"a": 2.0, "b": 3.0, "c": 4.0}, (1024, 1024, 1024)))  # a whole tune
+    (rec,) = json.loads(path.read_text())["entries"]["gpu"].values()
+    assert rec["shape"] == [1024, 1024, 1024] and rec["us"] == {"a": 2.0, "b": 3.0, "c": 4.0}
+
+
 @pytest.mark.parametrize("text", ["{not json", "[]", json.dumps({"format": 99, "entries": {}}),
                                   json.dumps({"format": 1, "entries": {"k": {"x|y": {"us": 3}}}})])
 def test_corrupt_or_foreign_cache_is_ignored_then_replaced(tmp_path, text):
