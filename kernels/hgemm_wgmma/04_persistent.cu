@@ -460,70 +460,71 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
 
 #pragma unroll
       for (int r = 0; r < SLABS; ++r) {
-      float (&acc)[BN / 2] = acc_slabs[r];
-      float (&out)[BN / 2] = *(EPI::ACTIVE ? &d : &acc);
-      const int row0 = m0 + 64 * (PINGPONG ? r : cw);  // the slab's first row
-      // GROUPED: a slab that ends past its group's rows is written from registers, bounded (below)
-      const bool slab_whole = !GROUPED || row0 + 64 <= m_end;
-      if constexpr (TMA_STORE) {
+        float (&acc)[BN / 2] = acc_slabs[r];
+        float (&out)[BN / 2] = *(EPI::ACTIVE ? &d : &acc);
+        const int row0 = m0 + 64 * (PINGPONG ? r : cw);  // the slab's first row
+        // GROUPED: a slab that ends past its group's rows is written from registers, bounded (below)
+        const bool slab_whole = !GROUPED || row0 + 64 <= m_end;
+        if constexpr (TMA_STORE) {
 #pragma unroll
-        for (int p = 0; p < PANELS; ++p) {
-          char* const box = boxes + (EPI_BOXES == 2 ? (p & 1) ^ box_flip : (box_next + p) % EPI_BOXES) * BOX;
-          // the store that last read this box (EPI_BOXES panels ago) is done reading
-          // EPI: this panel's fused epilogue, its loads issued before the wait for the box
-          epilogue::apply<EPI, T, 8>(acc, out, 8 * p, row0 + 16 * w + g, n0 + 2 * t4, m_end, N, ep);
-          if (tid == 0) tma_store_wait_read<EPI_BOXES - 1>();
-          named_barrier_sync(1 + cw, 128);
-          if constexpr (GROUPED) {  // stmatrix: 4 instructions a box where stage_panel takes 16 stores
-            stage_box_stmatrix<false, T>(smem_addr(box), acc, 8 * p, w, tid & 31);
-          } else {
-            stage_panel<T>(box, out, p, w, g, t4);
-          }
-          fence_proxy_async_shared();              // the box is visible to the copy engine
-          named_barrier_sync(1 + cw, 128);
-          if (tid == 0) {
-            if (row0 < m_end && slab_whole && n0 + 64 * p < N) {
-              if constexpr (MAPS_3D) {
-                tma_store_3d(&c_param, box, n0 + 64 * p, row0, z);
-              } else {
-                tma_store_2d(&c_param, box, n0 + 64 * p, row0);
-              }
+          for (int p = 0; p < PANELS; ++p) {
+            char* const box = boxes + (EPI_BOXES == 2 ? (p & 1) ^ box_flip : (box_next + p) % EPI_BOXES) * BOX;
+            // the store that last read this box (EPI_BOXES panels ago) is done reading
+            // EPI: this panel's fused epilogue, its loads issued before the wait for the box
+            epilogue::apply<EPI, T, 8>(acc, out, 8 * p, row0 + 16 * w + g, n0 + 2 * t4, m_end, N, ep);
+            if (tid == 0) tma_store_wait_read<EPI_BOXES - 1>();
+            named_barrier_sync(1 + cw, 128);
+            if constexpr (GROUPED) {  // stmatrix: 4 instructions a box where stage_panel takes 16 stores
+              stage_box_stmatrix<false, T>(smem_addr(box), acc, 8 * p, w, tid & 31);
+            } else {
+              stage_panel<T>(box, out, p, w, g, t4);
             }
-            tma_store_commit();  // a group even when empty: the wait above counts groups
+            fence_proxy_async_shared();              // the box is visible to the copy engine
+            named_barrier_sync(1 + cw, 128);
+            if (tid == 0) {
+              if (row0 < m_end && slab_whole && n0 + 64 * p < N) {
+                if constexpr (MAPS_3D) {
+                  tma_store_3d(&c_param, box, n0 + 64 * p, row0, z);
+                } else {
+                  tma_store_2d(&c_param, box, n0 + 64 * p, row0);
+                }
+              }
+              tma_store_commit();  // a group even when empty: the wait above counts groups
+            }
           }
-        }
-        box_flip ^= PANELS & 1;
-        box_next = (box_next + PANELS) % EPI_BOXES;
-        // FITTED: the last BN % 64 columns from registers (the final accumulators; C dense)
-        if constexpr (FITTED) {
-          epilogue::apply<EPI, T, BN / 8 - PANELS * 8>(acc, out, PANELS * 8, row0 + 16 * w + g, n0 + 2 * t4, M, N, ep);
-          store_slab_from<T, PANELS * 8>(c, out, row0 + 16 * w + g, n0 + 2 * t4, M, N);
-        }
-        // GROUPED: the group's last slab, its rows up to m_end (C dense: row stride N)
-        if constexpr (GROUPED) {
-          if (!slab_whole) store_slab<T>(c, acc, row0 + 16 * w + g, n0 + 2 * t4, m_end, N);
-        }
-      } else if constexpr (ANY_C) {
-        char* const slab = sC + cw * SLAB;
-        // Restaging waits until the storing warps have read the last slab: asleep in the READ named
-        // barrier first (cheap), then DRAINED's phase, complete by then, orders their reads before
-        // these writes (acquire), an ordering racecheck verifies.
-        named_barrier_sync(BAR_READ + cw, BOTH);
-        if (k > 0) mbarrier_wait(&drained[cw], (k - 1) & 1);
-        // EPI: alpha, a pre-activation source, the bias and AUX here, a panel at a time (so that only
-        // a panel of `out` is live beside the accumulators); the activation and a residual by the
-        // storing warps (DEFER), so that the consumers go on to the next tile's K loop
+          box_flip ^= PANELS & 1;
+          box_next = (box_next + PANELS) % EPI_BOXES;
+          // FITTED: the last BN % 64 columns from registers (the final accumulators; C dense)
+          if constexpr (FITTED) {
+            epilogue::apply<EPI, T, BN / 8 - PANELS * 8>(acc, out, PANELS * 8, row0 + 16 * w + g, n0 + 2 * t4, M, N,
+                                                         ep);
+            store_slab_from<T, PANELS * 8>(c, out, row0 + 16 * w + g, n0 + 2 * t4, M, N);
+          }
+          // GROUPED: the group's last slab, its rows up to m_end (C dense: row stride N)
+          if constexpr (GROUPED) {
+            if (!slab_whole) store_slab<T>(c, acc, row0 + 16 * w + g, n0 + 2 * t4, m_end, N);
+          }
+        } else if constexpr (ANY_C) {
+          char* const slab = sC + cw * SLAB;
+          // Restaging waits until the storing warps have read the last slab: asleep in the READ named
+          // barrier first (cheap), then DRAINED's phase, complete by then, orders their reads before
+          // these writes (acquire), an ordering racecheck verifies.
+          named_barrier_sync(BAR_READ + cw, BOTH);
+          if (k > 0) mbarrier_wait(&drained[cw], (k - 1) & 1);
+          // EPI: alpha, a pre-activation source, the bias and AUX here, a panel at a time (so that only
+          // a panel of `out` is live beside the accumulators); the activation and a residual by the
+          // storing warps (DEFER), so that the consumers go on to the next tile's K loop
 #pragma unroll
-        for (int p = 0; p < PANELS; ++p) {
-          if (p < live) {
-            epilogue::apply<EPI, T, 8, true>(acc, out, 8 * p, row0 + 16 * w + g, n0 + 2 * t4, m_end, N, ep);
-            stage_panel<T>(slab + p * BOX, out, p, w, g, t4);
+          for (int p = 0; p < PANELS; ++p) {
+            if (p < live) {
+              epilogue::apply<EPI, T, 8, true>(acc, out, 8 * p, row0 + 16 * w + g, n0 + 2 * t4, m_end, N, ep);
+              stage_panel<T>(slab + p * BOX, out, p, w, g, t4);
+            }
           }
+          named_barrier_arrive(BAR_STAGED + cw, BOTH);  // publish it; on to the next tile
+        } else {
+          store_slab<T>(c, acc, row0 + 16 * w + g, n0 + 2 * t4, M, N);
         }
-        named_barrier_arrive(BAR_STAGED + cw, BOTH);  // publish it; on to the next tile
-      } else {
-        store_slab<T>(c, acc, row0 + 16 * w + g, n0 + 2 * t4, M, N);
-      }
       }
     }
     if constexpr (TMA_STORE) {
