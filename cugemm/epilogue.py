@@ -111,10 +111,25 @@ def capable(v) -> bool:
         return p.get("BN", 0) <= 128
     if v.source == "hgemm_wgmma/04_persistent.cu":
         # two consumers: with three (BM 192, 152 registers a thread) the epilogue spills 4-72 bytes;
-        # ANY_C: its storing warps apply the activation (deferred: `defers`)
+        # ANY_C: its storing warps apply the activation (deferred: `defers`). A ping-pong consumer holds
+        # a whole tile's 128 accumulators: under NVRTC 12.9, 32 of the 81 compositions spill 8-152 bytes
+        # there (0 under NVRTC 13), so it takes an epilogue from NVRTC 13 on.
+        if p.get("PINGPONG") and _nvrtc_major() < 13:
+            return False
         return bool(p.get("TMA_STORE") or p.get("ANY_C")) and not p.get("BATCHED") and p.get("BM") == 128
     # the mma.sync rung cugemm.matmul ranks on sm_80 / sm_89 (hgemm_mma/05_swizzle.cu's _epi_edge forms)
     return v.args_rule == "epilogue_defaults" and v.matmul is not None
+
+
+@lru_cache(maxsize=None)
+def _nvrtc_major() -> int:
+    """The major version of the NVRTC that compiles the kernels (0 when it cannot say)."""
+    from . import toolkit
+
+    try:
+        return int(toolkit.nvrtc_version().split(".")[0])
+    except ValueError:
+        return 0
 
 
 @lru_cache(maxsize=None)
@@ -170,6 +185,8 @@ def by_name(name: str):
     try:
         base = registry.get_variant(base_name)
     except (KeyError, ValueError):
+        return None
+    if not capable(base):
         return None
     for s in specs():
         if f"{base.name}_{s.tag}" == name:

@@ -27,7 +27,8 @@ def main(workers: int = 16) -> None:
     epilogue, jit, registry = _imports()
     t = time.time()
     vs = [epilogue.variant(registry.get_variant(b), s) for b in BASES for s in epilogue.specs()]
-    vs += [epilogue.variant(registry.get_variant(b), s) for b in SMALL_M for s in epilogue.COVER]
+    vs += [epilogue.variant(registry.get_variant(b), s) for b in SMALL_M for s in epilogue.COVER
+           if epilogue.capable(registry.get_variant(b))]  # (ping-pong: NVRTC 13 on)
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(jit.get_function, vs))
     print(f"warm_epilogue: {len(vs)} fused members loaded in {time.time() - t:.1f} s")
