@@ -33,7 +33,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import operand, select
+from . import operand, select, toolkit
 from .prepared import AUX, BIAS, SRC, sentinel
 from .tma_args import EPILOGUE_ARGS, epilogue_args
 
@@ -114,22 +114,11 @@ def capable(v) -> bool:
         # ANY_C: its storing warps apply the activation (deferred: `defers`). A ping-pong consumer holds
         # a whole tile's 128 accumulators: under NVRTC 12.9, 32 of the 81 compositions spill 8-152 bytes
         # there (0 under NVRTC 13), so it takes an epilogue from NVRTC 13 on.
-        if p.get("PINGPONG") and _nvrtc_major() < 13:
+        if p.get("PINGPONG") and toolkit.nvrtc_major() < 13:
             return False
         return bool(p.get("TMA_STORE") or p.get("ANY_C")) and not p.get("BATCHED") and p.get("BM") == 128
     # the mma.sync rung cugemm.matmul ranks on sm_80 / sm_89 (hgemm_mma/05_swizzle.cu's _epi_edge forms)
     return v.args_rule == "epilogue_defaults" and v.matmul is not None
-
-
-@lru_cache(maxsize=None)
-def _nvrtc_major() -> int:
-    """The major version of the NVRTC that compiles the kernels (0 when it cannot say)."""
-    from . import toolkit
-
-    try:
-        return int(toolkit.nvrtc_version().split(".")[0])
-    except ValueError:
-        return 0
 
 
 @lru_cache(maxsize=None)

@@ -187,6 +187,13 @@ def nvrtc_version() -> str:
         return "?"
 
 
+@functools.lru_cache(maxsize=None)
+def nvrtc_major() -> int:
+    """The major version of CuPy's NVRTC (12, 13, ...); 0 when it cannot say."""
+    version = nvrtc_version()
+    return int(version.split(".")[0]) if version != "?" else 0
+
+
 def device_cc() -> int:
     """Compute capability of the current CuPy device as an int (90 for an H100)."""
     import cupy

@@ -10,7 +10,8 @@ registered ping-pong sibling (`persistent` -> `persistent_pingpong`). --fused: b
 members (lib/epilogue.cuh) are timed, cooperative and ping-pong, for each --specs composition
 (activation:bias, e.g. gelu:col, :col for the bias alone). Every result is checked against the float64
 reference (epilogue.reference for the fused ones; WRONG marks a miss) before it is timed
-(cugemm.bench.timing.Timer.measure_pair); cugemm.matmul's own plan is timed first. --check-only: run and
+(cugemm.bench.timing.Timer.measure_pair); cugemm.matmul's own plan is timed first. Plain forms launch
+through cugemm.launch.launch, fused members through cugemm.epilogue.execute with their base named. --check-only: run and
 check each form once, no timing (for compute-sanitizer or Nsight Compute). results/judge/s43/ holds
 its runs (pp_probe.txt, pp_specs.txt, pp_fused_fit.txt).
 """
@@ -42,22 +43,24 @@ def main():
     import numpy as np
 
     import cugemm
-    from cugemm import accuracy, device, dtypes, epilogue, launch, operand, registry, testing, tma_args
+    from cugemm import accuracy, device, dtypes, epilogue, launch, operand, registry, serve, testing
     from cugemm.bench.timing import Timer
 
     timer = Timer(warmup=3, iters=args.iters, budget_s=1.0)
     dev = device.current()
+    lib = serve.library("cupy")
     for dn in args.dtypes.split(","):
         dt = dtypes.get(dn)
         bf = "_bf16" if dt.name == "bfloat16" else ""
-        forms = []
+        forms = []  # (variant, (base name, spec) of a fused member, or (None, None))
         for n in filter(None, args.bases.split(",")):
-            forms += [(registry.get_variant(n + bf), None), (registry.get_variant(sibling(n) + bf), None)]
+            forms += [(registry.get_variant(x + bf), (None, None)) for x in (n, sibling(n))]
         for n in filter(None, args.fused.split(",")):
             for text in args.specs.split(","):
-                act, bias = text.split(":")
-                spec = epilogue.Spec(act or None, bias)
-                forms += [(epilogue.variant(registry.get_variant(x + bf), spec), spec) for x in (n, sibling(n))]
+                act, bias_kind = text.split(":")
+                spec = epilogue.Spec(act or None, bias_kind)
+                forms += [(epilogue.variant(registry.get_variant(x + bf), spec), (x + bf, spec))
+                          for x in (n, sibling(n))]
         for shape in args.shapes.split(","):
             M, N, K = (int(x) for x in shape.split("x"))
             a = testing.random_operands(dt.name, M, 1, K)[0]
@@ -71,23 +74,22 @@ def main():
                 mm_out = cupy.empty((M, N), a.dtype)
                 t, tb = timer.measure_pair(lambda: cugemm.matmul(a, b, out=mm_out), lambda: cupy.matmul(a, b))
                 rows.append((t["median"] * 1e3, tb["median"] * 1e3, "cugemm.matmul", True))
-            for v, spec in forms:
+            for v, (base, spec) in forms:
                 v.check_shape(M, N, K)
                 launch.check_operands(v, A, B)
                 out = testing.poisoned((M, N), dt.name)
                 O = operand.describe(out, "out", v.name)
-                fn, info, _ = state = launch.loaded(v, dev)
-                grid = launch.grid_of(v, M, N, K, state)
-                kargs = (a, b, out, np.int32(M), np.int32(N), np.int32(K)) + tuple(
-                    v.extra_args(A, B, O, M, N, K, work=None, dev=info))
-                if spec is not None:  # the bias in place of the defaults' null pointer
-                    kargs = kargs[:-tma_args.EPILOGUE_ARGS] + tma_args.epilogue_args(bias.data.ptr)
+                if spec is None:
+                    def run(v=v, out=out, O=O):
+                        launch.launch(v, a, b, out, A, B, O, M, N, K, dev)
+                else:  # the fused member of `base`, as cugemm.linear runs it (its plan with that base only)
+                    def run(base=base, spec=spec, out=out, O=O):
+                        return epilogue.execute(lib, A, B, O, a, b, out, spec, bias, base=base)
 
-                def run(fn=fn, grid=grid, v=v, kargs=kargs):
-                    fn(grid, v.block, kargs, shared_mem=v.smem_dynamic)
-
-                run()
+                r = run()
                 cupy.cuda.Device().synchronize()
+                if spec is not None and (r is None or r.plan.variant.name != v.name):
+                    sys.exit(f"pingpong_probe: {v.name} did not run fused")
                 want = ref if spec is None else cupy.asarray(epilogue.reference(
                     cupy.asnumpy(ref), spec, bias=cupy.asnumpy(bias).astype(np.float64))[0])
                 ok = bool(accuracy.within(accuracy.rel_error(out, want), v.math_dtype, v.dtype_acc))
@@ -97,9 +99,9 @@ def main():
                 t, tb = timer.measure_pair(run, lambda: cupy.matmul(a, b))
                 rows.append((t["median"] * 1e3, tb["median"] * 1e3, v.name, ok))
             print(f"{dt.name} {M}x{N}x{K} x @ W.T", flush=True)
-            for us, base, name, ok in rows:
-                pct = f"{100 * base / us:6.1f}%" if us else ""
-                print(f"  {name:<92} {us:8.2f} us  cupy {base:8.2f}  {pct}{'' if ok else ' WRONG'}", flush=True)
+            for us, cupy_us, name, ok in rows:
+                pct = f"{100 * cupy_us / us:6.1f}%" if us else ""
+                print(f"  {name:<92} {us:8.2f} us  cupy {cupy_us:8.2f}  {pct}{'' if ok else ' WRONG'}", flush=True)
 
 
 if __name__ == "__main__":
