@@ -267,8 +267,11 @@ def fused_plan(choice: select.Choice, spec: Spec):
     """The plan to run fused: of the plans whose kernel is capable and reads nothing through a
     workspace (no split-K partials, C written in place, C's extent the problem's), the one of least
     estimate plus the activation's time (consumer_us, PINGPONG_SHOWS of it on a ping-pong form; storing_us
-    for ANY_C), when that is no more than the best plan's with its epilogue as a separate pass; else None
-    (run unfused)."""
+    for ANY_C), measured plans before modelled ones as select.rank orders them, when that is no more than
+    the best plan's with its epilogue as a separate pass; else None (run unfused). (Comparing a modelled
+    estimate with measured ones sent the bias alone at 2048x3072x768 to a 128 x 208 form the table never
+    timed near there, estimated at 19.8 us against the ping-pong form's measured 20.8: it ran in 23.4 us,
+    the ping-pong form in 20.1; results/judge/s44/.)"""
     best = choice.plan
     p = choice.problem
     sms = getattr(getattr(p, "device", None), "sms", 132) or 132
@@ -287,7 +290,7 @@ def fused_plan(choice: select.Choice, spec: Spec):
         shows = PINGPONG_SHOWS if q.variant.param_dict.get("PINGPONG") else 1.0
         return q.est_us + shows * consumer_us(p.M, p.N, spec, sms)
 
-    q = min(fits, key=cost)
+    q = min(fits, key=lambda q: (q.source == "model", cost(q)))
     if q is best or cost(q) <= cost(best) + pass_us(p.M, p.N, p.dtype.itemsize, spec):
         return q
     return None

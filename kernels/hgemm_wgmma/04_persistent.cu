@@ -437,6 +437,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
 #pragma unroll
       for (int r = 0; r < SLABS; ++r)
         epilogue::prefetch<EPI, T, BN>(m0 + 64 * (PINGPONG ? r : cw), n0, m_end, N, tid, ep);
+      // EPI with a column bias: this thread's pairs of it, in registers by the time the K loop ends
+      // (PINGPONG: beside a consumer's 128 accumulators only without a source or AUX, which then spill)
+      epilogue::TileBias<EPI, T, BN / 8, !PINGPONG || (EPI::SRC == epilogue::NO_SRC && !EPI::AUX)> tile_bias;
+      tile_bias.load(n0 + 2 * t4, N, ep);
       // The tile's K loop with wgmmas W columns wide (the first W / 2 accumulators).
       auto k_loop = [&](auto width) {
         constexpr int W = decltype(width)::value;
@@ -471,7 +475,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
             char* const box = boxes + (EPI_BOXES == 2 ? (p & 1) ^ box_flip : (box_next + p) % EPI_BOXES) * BOX;
             // the store that last read this box (EPI_BOXES panels ago) is done reading
             // EPI: this panel's fused epilogue, its loads issued before the wait for the box
-            epilogue::apply<EPI, T, 8>(acc, out, 8 * p, row0 + 16 * w + g, n0 + 2 * t4, m_end, N, ep);
+            epilogue::apply<EPI, T, 8>(acc, out, 8 * p, row0 + 16 * w + g, n0 + 2 * t4, m_end, N, ep,
+                                       tile_bias.held());
             if (tid == 0) tma_store_wait_read<EPI_BOXES - 1>();
             named_barrier_sync(1 + cw, 128);
             if constexpr (GROUPED) {  // stmatrix: 4 instructions a box where stage_panel takes 16 stores
@@ -497,7 +502,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
           // FITTED: the last BN % 64 columns from registers (the final accumulators; C dense)
           if constexpr (FITTED) {
             epilogue::apply<EPI, T, BN / 8 - PANELS * 8>(acc, out, PANELS * 8, row0 + 16 * w + g, n0 + 2 * t4, M, N,
-                                                         ep);
+                                                         ep, tile_bias.held());
             store_slab_from<T, PANELS * 8>(c, out, row0 + 16 * w + g, n0 + 2 * t4, M, N);
           }
           // GROUPED: the group's last slab, its rows up to m_end (C dense: row stride N)
@@ -517,7 +522,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
 #pragma unroll
           for (int p = 0; p < PANELS; ++p) {
             if (p < live) {
-              epilogue::apply<EPI, T, 8, true>(acc, out, 8 * p, row0 + 16 * w + g, n0 + 2 * t4, m_end, N, ep);
+              epilogue::apply<EPI, T, 8, true>(acc, out, 8 * p, row0 + 16 * w + g, n0 + 2 * t4, m_end, N, ep,
+                                               tile_bias.held());
               stage_panel<T>(slab + p * BOX, out, p, w, g, t4);
             }
           }

@@ -177,10 +177,13 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
     for (int t = walk.first(); t < walk.count; t += walk.stride) {
       const TileCoord tile = walk.tile(walk.cluster_tile(t, GROUP), rank);
       epilogue::prefetch<EPI, T, BN>(tile.row * BM, tile.col * BN, M, N, tid, ep);  // EPI: its reads, ahead
+      epilogue::TileBias<EPI, T, BN / 8> tile_bias;  // EPI with a column bias: in registers by the K loop's end
+      tile_bias.load(tile.col * BN + 2 * t4, N, ep);
       consume_ktiles<T, BN, STAGES, A_STAGE, B_STAGE, false, B_COL, P32>(acc, ring, full, smem_addr(sA),
                                                                                   smem_addr(sB), num_kt, release);
       // EPI (lib/epilogue.cuh): the fused epilogue on the final accumulators, before the store
-      epilogue::apply_groups<EPI, T, BN / 8>(acc, tile.row * BM + 16 * w + g, tile.col * BN + 2 * t4, M, N, ep);
+      epilogue::apply_groups<EPI, T, BN / 8>(acc, tile.row * BM + 16 * w + g, tile.col * BN + 2 * t4, M, N, ep,
+                                             tile_bias.held());
       store_slab<T>(c, acc, tile.row * BM + 16 * w + g, tile.col * BN + 2 * t4, M, N);
     }
   }

@@ -173,6 +173,30 @@ CUGEMM_DEVICE void prefetch(int row0, int n0, int M, int N, int tid, const Args&
   }
 }
 
+// A tile's column bias held in registers (BIAS_COL, where the kernel has NG registers to spare: ROOM;
+// CUGEMM_BIAS_REGS=0 builds the loads in apply instead, to measure the difference): the packed pair of
+// each of the thread's NG 8-column groups (columns col + 8 j and col + 8 j + 1; 0 past N), read when
+// the tile's K loop starts, so that the epilogue's adds wait for no load after it. held(): the words
+// for apply, or nullptr.
+#ifndef CUGEMM_BIAS_REGS
+#define CUGEMM_BIAS_REGS 1
+#endif
+template <class EPI, class T, int NG, bool ROOM = true>
+struct TileBias {
+  static constexpr bool HELD = EPI::ACTIVE && EPI::BIAS == BIAS_COL && ROOM && CUGEMM_BIAS_REGS;
+  unsigned w[HELD ? NG : 1];
+  CUGEMM_DEVICE void load(int col, int N, const Args& a) {
+    if constexpr (HELD) {
+#pragma unroll
+      for (int j = 0; j < NG; ++j) {
+        const int n = col + 8 * j;
+        w[j] = n < N ? __ldg(reinterpret_cast<const unsigned*>(static_cast<const T*>(a.bias) + n)) : 0u;
+      }
+    }
+  }
+  CUGEMM_DEVICE const unsigned* held() const { return HELD ? w : nullptr; }
+};
+
 // JN 8-column groups j = j0 .. j0 + JN - 1 of the fragment (header), this thread's first row `row`
 // and first column `col`: every load first (S's pairs, the bias), then the arithmetic and the AUX
 // stores; D (fp32, rounded to T by the caller's store) goes to d, in acc's layout. d may be acc
@@ -181,11 +205,12 @@ CUGEMM_DEVICE void prefetch(int row0, int n0, int M, int N, int tid, const Args&
 // WARPGROUP.DEPBAR after each; tests/test_epilogue.py checks every covered member's SASS).
 // DEFER: the activation and a post-activation S are left to finish_pair (the storing warps of an
 // ANY_C form apply them to the staged, rounded pre-activation while the consumers go on).
+// held: the tile's column bias already in registers (TileBias::held(), groups indexed from 0), or nullptr.
 template <class EPI>
 inline constexpr bool DEFERS = EPI::ACTIVE && (EPI::ACT != NONE || EPI::SRC == SRC_POST);
 template <class EPI, class T, int JN, bool DEFER = false, int NACC>
 CUGEMM_DEVICE void apply(const float (&acc)[NACC], float (&d)[NACC], int j0, int row, int col, int M, int N,
-                         const Args& a) {
+                         const Args& a, const unsigned* held = nullptr) {
   constexpr bool LOAD_S = EPI::SRC == SRC_PRE || (EPI::SRC == SRC_POST && !DEFER);
   if constexpr (EPI::ACTIVE) {
     float2 s[JN][2], bc[JN];
@@ -196,7 +221,11 @@ CUGEMM_DEVICE void apply(const float (&acc)[NACC], float (&d)[NACC], int j0, int
       const bool in_n = n < N;
       bc[jj] = make_float2(0.f, 0.f);
       if constexpr (EPI::BIAS == BIAS_COL) {
-        if (in_n) bc[jj] = load_pair<T>(a.bias, n);
+        if (held) {
+          bc[jj] = unpack2<T>(held[j0 + jj]);
+        } else if (in_n) {
+          bc[jj] = load_pair<T>(a.bias, n);
+        }
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -268,13 +297,15 @@ CUGEMM_DEVICE unsigned finish_pair(unsigned v, int r, int n, const Args& a) {
 }
 
 // All NG 8-column groups of a fragment, JN <= 8 at a time (so that one chunk's loads stay in
-// registers), in place (acc's wgmmas done for good: the 64-row rung's SASS stays pipelined).
+// registers), in place (acc's wgmmas done for good: the 64-row rung's SASS stays pipelined); held: as
+// apply's.
 template <class EPI, class T, int NG, int J0 = 0, int NACC>
-CUGEMM_DEVICE void apply_groups(float (&acc)[NACC], int row, int col, int M, int N, const Args& a) {
+CUGEMM_DEVICE void apply_groups(float (&acc)[NACC], int row, int col, int M, int N, const Args& a,
+                                const unsigned* held = nullptr) {
   if constexpr (EPI::ACTIVE && J0 < NG) {
     constexpr int JN = NG - J0 < 8 ? NG - J0 : 8;
-    apply<EPI, T, JN>(acc, acc, J0, row, col, M, N, a);
-    apply_groups<EPI, T, NG, J0 + JN>(acc, row, col, M, N, a);
+    apply<EPI, T, JN>(acc, acc, J0, row, col, M, N, a, held);
+    apply_groups<EPI, T, NG, J0 + JN>(acc, row, col, M, N, a, held);
   }
 }
 
