@@ -433,15 +433,14 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
       const Placed tile = place(t);
       const int z = tile.z, m0 = tile.m0, n0 = tile.n0, m_end = tile.m_end;
       const int live = min(PANELS, (N - n0 + 63) / 64);  // panels of the tile inside N
-      // EPI with a column bias: this thread's pairs of it, in registers by the time the K loop ends
-      // (PINGPONG: beside a consumer's 128 accumulators only without a source or AUX, which then spill)
-      using TileBias = epilogue::TileBias<EPI, T, BN / 8, !PINGPONG || (EPI::SRC == epilogue::NO_SRC && !EPI::AUX)>;
-      TileBias tile_bias;
-      tile_bias.load(n0 + 2 * t4, N, ep);
-      // EPI: the rest of what this consumer's slabs' epilogue reads, fetched towards the SM while the K loop runs
+      // EPI: what this consumer's slabs' epilogue reads, fetched towards the SM while the K loop runs
 #pragma unroll
       for (int r = 0; r < SLABS; ++r)
-        epilogue::prefetch<EPI, T, BN, TileBias::HELD>(m0 + 64 * (PINGPONG ? r : cw), n0, m_end, N, tid, ep);
+        epilogue::prefetch<EPI, T, BN>(m0 + 64 * (PINGPONG ? r : cw), n0, m_end, N, tid, ep);
+      // EPI with a column bias: this thread's pairs of it, in registers by the time the K loop ends
+      // (PINGPONG: beside a consumer's 128 accumulators only without a source or AUX, which then spill)
+      epilogue::TileBias<EPI, T, BN / 8, !PINGPONG || (EPI::SRC == epilogue::NO_SRC && !EPI::AUX)> tile_bias;
+      tile_bias.load(n0 + 2 * t4, N, ep);
       // The tile's K loop with wgmmas W columns wide (the first W / 2 accumulators).
       auto k_loop = [&](auto width) {
         constexpr int W = decltype(width)::value;

@@ -176,10 +176,9 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(160, 1)
     Ring<STAGES> ring;
     for (int t = walk.first(); t < walk.count; t += walk.stride) {
       const TileCoord tile = walk.tile(walk.cluster_tile(t, GROUP), rank);
-      using TileBias = epilogue::TileBias<EPI, T, BN / 8>;  // EPI with a column bias: in registers by the K loop's end
-      TileBias tile_bias;
+      epilogue::prefetch<EPI, T, BN>(tile.row * BM, tile.col * BN, M, N, tid, ep);  // EPI: its reads, ahead
+      epilogue::TileBias<EPI, T, BN / 8> tile_bias;  // EPI with a column bias: in registers by the K loop's end
       tile_bias.load(tile.col * BN + 2 * t4, N, ep);
-      epilogue::prefetch<EPI, T, BN, TileBias::HELD>(tile.row * BM, tile.col * BN, M, N, tid, ep);  // EPI: the rest, ahead
       consume_ktiles<T, BN, STAGES, A_STAGE, B_STAGE, false, B_COL, P32>(acc, ring, full, smem_addr(sA),
                                                                                   smem_addr(sB), num_kt, release);
       // EPI (lib/epilogue.cuh): the fused epilogue on the final accumulators, before the store

@@ -148,6 +148,31 @@ CUGEMM_DEVICE float2 load_pair(const void* base, size_t offset) {
   return unpack2<T>(__ldg(reinterpret_cast<const unsigned*>(static_cast<const T*>(base) + offset)));
 }
 
+// When a tile starts (its K loop still ahead), the rows and columns its epilogue will read are
+// fetched towards the SM: S's part of the slab (rows row0 .. row0 + 63, columns n0 .. n0 + BN - 1)
+// into L2, one 128-byte line per thread and pass, and the tile's bias into L1. By the epilogue the
+// loads find them there instead of idling the tensor cores for a DRAM trip. tid: 0 .. 127.
+template <class EPI, class T, int BN>
+CUGEMM_DEVICE void prefetch(int row0, int n0, int M, int N, int tid, const Args& a) {
+  if constexpr (EPI::ACTIVE) {
+    constexpr int PER_LINE = 128 / sizeof(T), LINES = (BN + PER_LINE - 1) / PER_LINE;  // lines of a row
+    if constexpr (EPI::SRC != NO_SRC) {
+#pragma unroll
+      for (int i = tid; i < 64 * LINES; i += 128) {
+        const int r = row0 + i / LINES, n = n0 + (i % LINES) * PER_LINE;
+        if (r < M && n < N)
+          asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const T*>(a.src) + static_cast<size_t>(r) * a.ld_src + n));
+      }
+    }
+    if constexpr (EPI::BIAS == BIAS_COL) {
+      if (tid < LINES && n0 + tid * PER_LINE < N)
+        asm volatile("prefetch.global.L1 [%0];" ::"l"(static_cast<const T*>(a.bias) + n0 + tid * PER_LINE));
+    } else if constexpr (EPI::BIAS == BIAS_ROW) {
+      if (tid == 0 && row0 < M) asm volatile("prefetch.global.L1 [%0];" ::"l"(static_cast<const T*>(a.bias) + row0));
+    }
+  }
+}
+
 // A tile's column bias held in registers (BIAS_COL, where the kernel has NG registers to spare: ROOM;
 // CUGEMM_BIAS_REGS=0 builds the loads in apply instead, to measure the difference): the packed pair of
 // each of the thread's NG 8-column groups (columns col + 8 j and col + 8 j + 1; 0 past N), read when
@@ -171,33 +196,6 @@ struct TileBias {
   }
   CUGEMM_DEVICE const unsigned* held() const { return HELD ? w : nullptr; }
 };
-
-// When a tile starts (its K loop still ahead), the rows and columns its epilogue will read are
-// fetched towards the SM: S's part of the slab (rows row0 .. row0 + 63, columns n0 .. n0 + BN - 1)
-// into L2, one 128-byte line per thread and pass, and the tile's bias into L1 (a column bias only where
-// it is not BIAS_HELD: a TileBias reads it into registers at the same point). By the epilogue the loads
-// find them there instead of idling the tensor cores for a DRAM trip. tid: 0 .. 127.
-template <class EPI, class T, int BN, bool BIAS_HELD = false>
-CUGEMM_DEVICE void prefetch(int row0, int n0, int M, int N, int tid, const Args& a) {
-  if constexpr (EPI::ACTIVE) {
-    constexpr int PER_LINE = 128 / sizeof(T), LINES = (BN + PER_LINE - 1) / PER_LINE;  // lines of a row
-    if constexpr (EPI::SRC != NO_SRC) {
-#pragma unroll
-      for (int i = tid; i < 64 * LINES; i += 128) {
-        const int r = row0 + i / LINES, n = n0 + (i % LINES) * PER_LINE;
-        if (r < M && n < N)
-          asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const T*>(a.src) + static_cast<size_t>(r) * a.ld_src + n));
-      }
-    }
-    if constexpr (EPI::BIAS == BIAS_COL && !BIAS_HELD) {
-      if (tid < LINES && n0 + tid * PER_LINE < N)
-        asm volatile("prefetch.global.L1 [%0];" ::"l"(static_cast<const T*>(a.bias) + n0 + tid * PER_LINE));
-    } else if constexpr (EPI::BIAS == BIAS_ROW) {
-      if (tid == 0 && row0 < M) asm volatile("prefetch.global.L1 [%0];" ::"l"(static_cast<const T*>(a.bias) + row0));
-    }
-  }
-}
-
 
 // JN 8-column groups j = j0 .. j0 + JN - 1 of the fragment (header), this thread's first row `row`
 // and first column `col`: every load first (S's pairs, the bias), then the arithmetic and the AUX
