@@ -111,9 +111,9 @@ def maps_abc16(v, A, B, C, M, N, K):
 def maps_persistent(v, A, B, C, M, N, K):
     """The wgmma persistent rungs and their forms: A (box {64 k, 128 rows}; 'col': box {64 m, 64 k}
     of the K x M memory), B (map_b; the fitted widths: {64 k, BN / CLUSTER_M n}), then C (box {64,
-    64}, what a consumer's staging box holds) or, for ANY_C, C's row stride in elements; then the
-    batch: (products, A's div and mod, B's div and mod), all 1 but for the BATCHED form, whose maps
-    are 3-D over the operand records' batches (batch_of: C's count is the launch's; product z
+    64}, what a consumer's staging box holds) or, for ANY_C without TMA_STORE, C's row stride in
+    elements; then the batch: (products, A's div and mod, B's div and mod), all 1 but for the
+    BATCHED form, whose maps are 3-D over the operand records' batches (batch_of: C's count is the launch's; product z
     reads A's matrix z // div % mod, B's likewise). The GROUPED forms (cugemm.grouped): A and C 2-D
     (the groups' rows stacked), B 3-D over the groups (batch_of(B): one matrix per group, or one
     for a 2-D B: a launch of one group), the batch (groups, 1, 1, 1, groups)."""
@@ -136,7 +136,7 @@ def maps_persistent(v, A, B, C, M, N, K):
         if c_div != 1:
             raise ValueError(f"{v.name}: C must hold one matrix per product")
         batch = (np.int32(count), *_windows(v, A, B, count))
-    if v.param_dict.get("ANY_C"):
+    if v.param_dict.get("ANY_C") and not v.param_dict.get("TMA_STORE"):  # the STAGED form: a map
         osize = v.dt_out.itemsize
         return ma, mb, np.int32(row_stride(C, N, osize) // osize if M > 1 else N), *batch
     return ma, mb, map_c(v, C, M, N, (64, 64), maps_3d), *batch

@@ -6,7 +6,8 @@ epilogue, timed behind the bench's L2 flush alternating with cupy.matmul in one 
                                       [--fused NAME,...] [--specs ACT:BIAS,...] [--check-only]
 
 --bases: cooperative rung-7 forms (fp16 names; `_bf16` is added for bf16), each timed with its
-registered ping-pong sibling (`persistent` -> `persistent_pingpong`). --fused: bases whose fused
+registered ping-pong sibling (`persistent` -> `persistent_pingpong`; --sibling staged: its STAGED
+form, `tma_store_stageS` -> `tma_staged_stageS'`). --fused: bases whose fused
 members (lib/epilogue.cuh) are timed, cooperative and ping-pong, for each --specs composition
 (activation:bias, e.g. gelu:col, :col for the bias alone). Every result is checked against the float64
 reference (epilogue.reference for the fused ones; WRONG marks a miss) before it is timed
@@ -24,8 +25,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 COOP = "hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6_bcol"
 
 
-def sibling(name: str) -> str:
-    """The registered ping-pong form of a cooperative rung-7 form."""
+def sibling(name: str, kind: str = "pingpong") -> str:
+    """The registered ping-pong (or, kind 'staged', STAGED) form of a cooperative rung-7 form."""
+    if kind == "staged":
+        import re
+
+        from cugemm.families.hgemm_wgmma import _STAGED_FORMS, staged_name
+
+        m = re.fullmatch(r"hgemm_wgmma_m64n(\d+)k16_persistent_cluster2_tma_store_stage\d+(_bcol)?(_bf16)?", name)
+        if not m:
+            raise SystemExit(f"pingpong_probe: {name} has no STAGED form (128 x 128 / 192 / 256, clusters of 2)")
+        bn = int(m.group(1))
+        return staged_name(bn, dict(_STAGED_FORMS)[bn], m.group(2) or "", m.group(3) or "")
     return name.replace("_persistent_", "_persistent_pingpong_", 1)
 
 
@@ -37,6 +48,8 @@ def main():
     p.add_argument("--fused", default=COOP)
     p.add_argument("--specs", default="gelu:col", help="activation:bias compositions of the fused members")
     p.add_argument("--iters", type=int, default=40)
+    p.add_argument("--sibling", choices=("pingpong", "staged"), default="pingpong",
+                   help="the sibling timed beside each base: the ping-pong form, or the STAGED one")
     p.add_argument("--check-only", action="store_true")
     args = p.parse_args()
     import cupy
@@ -54,13 +67,13 @@ def main():
         bf = "_bf16" if dt.name == "bfloat16" else ""
         forms = []  # (variant, (base name, spec) of a fused member, or (None, None))
         for n in filter(None, args.bases.split(",")):
-            forms += [(registry.get_variant(x + bf), (None, None)) for x in (n, sibling(n))]
+            forms += [(registry.get_variant(x + bf), (None, None)) for x in (n, sibling(n, args.sibling))]
         for n in filter(None, args.fused.split(",")):
             for text in args.specs.split(","):
                 act, bias_kind = text.split(":")
                 spec = epilogue.Spec(act or None, bias_kind)
-                forms += [(epilogue.variant(registry.get_variant(x + bf), spec), (x + bf, spec))
-                          for x in (n, sibling(n))]
+                forms += [(epilogue.variant(registry.get_variant(x), spec), (x, spec))
+                          for x in (n + bf, sibling(n + bf, args.sibling))]
         for shape in args.shapes.split(","):
             M, N, K = (int(x) for x in shape.split("x"))
             a = testing.random_operands(dt.name, M, 1, K)[0]

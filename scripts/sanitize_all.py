@@ -7,7 +7,8 @@ checking each result; meant to run under compute-sanitizer (memcheck, racecheck)
 Shapes: three K tiles (so double-buffered and multistage pipelines wrap around their buffers) over
 one block tile (any-shape variants: an odd shape that cuts every tile edge), then a 2x1-tile shape
 unless --quick; split-K variants also one tile 16 K tiles deep (its slices and their reduction); the
-ping-pong forms (PINGPONG) also 18 x 16 tiles, so that every block takes two or three in turns.
+ping-pong forms (PINGPONG) also 18 x 16 tiles, so that every block takes two or three in turns, and
+the STAGED forms (ANY_C with TMA_STORE) too, so that every staged slab is rewritten after its store.
 The batched forms (wgmma BATCHED, mma.sync _batched) also run through cugemm.matmul(variant=) on 3 products of the first
 shape and on a broadcast A (one matrix for 3 products of B); the grouped forms (GROUPS > 0) through
 cugemm.grouped_matmul(variant=) on uneven groups (sizes 0, 1, 7, 577) and on the masked layout; the
@@ -33,7 +34,9 @@ def shapes_for(v, quick):
         shapes.append(v.tile_shape(2, 1, 2))
     if v.workspace_fn is not None:  # split-K: one tile, K deep enough to be cut into slices
         shapes.append(v.tile_shape(1, 1, 16))
-    if v.param_dict.get("PINGPONG"):  # 288 tiles: blocks of 2 and 3, both consumers taking turns
+    p = v.param_dict
+    # 288 tiles: blocks of 2 and 3, both consumers taking turns (PINGPONG), slabs restaged (STAGED)
+    if p.get("PINGPONG") or (p.get("ANY_C") and p.get("TMA_STORE")):
         shapes.append(v.tile_shape(18, 16, 3))
     if v.max_m:  # kernels for skinny products
         shapes = [(min(M, v.max_m), N, K) for M, N, K in shapes]

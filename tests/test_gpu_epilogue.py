@@ -117,6 +117,10 @@ ANY_C = {"float16": "hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3_bcol
          "bfloat16": "hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3_bcol_bf16"}
 PINGPONG = {"float16": "hgemm_wgmma_m64n128k16_persistent_pingpong_cluster2_tma_store_stage6_bcol",
             "bfloat16": "hgemm_wgmma_m64n128k16_persistent_pingpong_cluster2_tma_store_stage6_bcol_bf16"}
+STAGED = {"float16": "hgemm_wgmma_m64n256k16_persistent_cluster2_tma_staged_stage3_bcol",
+          "bfloat16": "hgemm_wgmma_m64n256k16_persistent_cluster2_tma_staged_stage3_bcol_bf16"}
+STAGED_128 = {"float16": "hgemm_wgmma_m64n128k16_persistent_cluster2_tma_staged_stage6_bcol",
+              "bfloat16": "hgemm_wgmma_m64n128k16_persistent_cluster2_tma_staged_stage6_bcol_bf16"}
 MMA = {"float16": "hgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge",
        "bfloat16": "bgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_rbuf_epi_edge"}
 
@@ -124,13 +128,18 @@ MMA = {"float16": "hgemm_mma_m16n8k16_mma2x4_warp4x8x4_stage3_swizzle_bswizzle_r
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("spec", epilogue.COVER, ids=lambda s: s.tag)
 @pytest.mark.parametrize("bases,shape", [(SMALL_M, (40, 200, 136)), (ANY_C, (300, 520, 136)),
-                                         (MMA, (300, 520, 136)), (PINGPONG, (2040, 2304, 136))],
-                         ids=["64_row_rung", "any_c_deferred", "mma_sync_rung", "ping_pong"])
+                                         (MMA, (300, 520, 136)), (PINGPONG, (2040, 2304, 136)),
+                                         (STAGED, (4000, 2200, 136)), (STAGED_128, (2040, 2304, 136))],
+                         ids=["64_row_rung", "any_c_deferred", "mma_sync_rung", "ping_pong", "staged_256",
+                              "staged_128"])
 def test_covering_compositions_on_other_forms(dtype, spec, bases, shape):
     """The 64-row rung (one partial tile, a partial last column tile), the ANY_C form, whose storing
     warps apply the activation and the residual, the sm_80 mma.sync rung (several tiles, partial
-    ones at both edges; run here as sm_90 code), and rung 7's ping-pong form (288 tiles: blocks of 2
-    and 3 tiles, each consumer's epilogue beside the other's K loop; a partial last tile row)."""
+    ones at both edges; run here as sm_90 code), rung 7's ping-pong form (288 tiles: blocks of 2
+    and 3 tiles, each consumer's epilogue beside the other's K loop; a partial last tile row), and
+    the STAGED form, whose storing warps finish the slabs in place and TMA-store them (128 x 256:
+    288 tiles, 2-3 a block, so every slab is restaged; a last tile row of 32 rows and a last tile
+    column of 152 columns, its narrow edge; 128 x 128: 288 tiles)."""
     M, N, K = shape
     SMALL_M = bases  # noqa: N806 - the base of this form
     if not epilogue.capable(cugemm.get_variant(SMALL_M[dtype])):

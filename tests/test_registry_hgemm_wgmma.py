@@ -53,8 +53,8 @@ def ring_smem(bm: int, bn: int, stages: int) -> int:
 def persistent_smem(bm: int, bn: int, stages: int, tma_store: bool, any_c: bool, epi_boxes: int = 2) -> int:
     """04_persistent.cu: the ring of bm x 64 A and 64 x bn B tiles, the staging boxes of the TMA-store
     epilogue (epi_boxes per consumer warpgroup, bm / 64 of them), or ANY_C's two whole staged slabs
-    (64 x bn each)."""
-    staging = STAGING * bm // 128 * epi_boxes // 2 if tma_store else 0
+    (64 x bn each; the STAGED form, ANY_C with TMA stores, too: its stores read the slabs)."""
+    staging = STAGING * bm // 128 * epi_boxes // 2 if tma_store and not any_c else 0
     return stages * (bm + bn) * 128 + staging + (2 * 64 * bn * 2 if any_c else 0) + SLACK
 
 
@@ -149,10 +149,15 @@ def test_record(v):
         assert bm == 128 or (p["TMA_STORE"] and p["BN"] <= 192 and not p["A_COL"])
         assert v.cluster == (p["CLUSTER_M"], 1, 1)
         assert ("_cluster2" in v.name) == (p["CLUSTER_M"] == 2)
-        assert ("_tma_store" in v.name) == p["TMA_STORE"] and ("_anyc" in v.name) == p["ANY_C"]
+        staged = p["ANY_C"] and p["TMA_STORE"]  # the STAGED form: ANY_C's slabs, TMA-stored
+        bounded = p["ANY_C"] and not p["TMA_STORE"]  # ANY_C's bounded stores: any C
+        assert ("_tma_store" in v.name) == (p["TMA_STORE"] and not staged) and ("_anyc" in v.name) == bounded
+        assert ("_tma_staged" in v.name) == staged
+        assert not staged or (bm == 128 and p["CLUSTER_M"] == 2 and not p["BATCHED"] and not p["PINGPONG"]
+                              and v.matmul is None)  # fused epilogues only (cugemm.epilogue.fused_plan)
         assert ("_acol" in v.name) == p["A_COL"] == (v.a_layout == "col")
         assert ("_bcol" in v.name) == p["B_COL"] == (v.b_layout == "col")
-        assert v.layout == "row" and v.c_align == (2 if p["ANY_C"] else 16)
+        assert v.layout == "row" and v.c_align == (2 if bounded else 16)
         # the operand forms (and rung 7 itself) take any shape and leading dimension
         # (the ladder's 128x256 sibling without clusters keeps its tile multiples)
         fitted = p["BN"] % 64 != 0  # a fitted width: x @ W.T, TMA stores, dense operands (C's rows are N apart)
@@ -160,7 +165,7 @@ def test_record(v):
         assert v.strided == (not fitted and (p["TMA_STORE"] and (p["CLUSTER_M"] == 2 or p["BN"] < 256 or p["BATCHED"])
                                              or p["ANY_C"]))
         # TMA stores write a row's last 16-byte piece whole: their C rows must end on 16 bytes
-        assert v.multiple_of == ((1, 1, 1) if p["ANY_C"] else (1, 8, 1) if v.strided else (1, 8, 8))
+        assert v.multiple_of == ((1, 1, 1) if bounded else (1, 8, 1) if v.strided else (1, 8, 8))
         # the edge-tile wgmma widths are a 256-column tile's (BN = 64, 128, 192 have no NARROW_EDGE, their
         # _bcol forms included); every batched form of 256 columns has them
         assert p["NARROW_EDGE"] == ((p["A_COL"] or p["B_COL"] or p["ANY_C"] or p["BATCHED"]) and p["BN"] == 256)

@@ -94,9 +94,10 @@ def _persistent(name, *, BM=BM, BN=256, STAGES=4, GROUP=8, CLUSTER_M=1, TMA_STOR
     only the leading dimensions must be multiples of 16 bytes (TMA's rule; ANY_C's C: of 2). The
     TMA-store forms keep N % 8 == 0: a TMA store writes the 16-byte piece of a row that holds the
     last column whole, so C's rows must end on 16 bytes; ANY_C's bounded stores take any N."""
+    bounded = ANY_C and not TMA_STORE  # ANY_C's bounded stores (with TMA_STORE: the STAGED form)
     if kw.get("strided"):
-        kw.setdefault("multiple_of", (1, 1, 1) if ANY_C else (1, 8, 1))
-    if ANY_C:
+        kw.setdefault("multiple_of", (1, 1, 1) if bounded else (1, 8, 1))
+    if bounded:
         kw.setdefault("c_align", 2)
     return Variant(source="hgemm_wgmma/04_persistent.cu", template="hgemm_wgmma_persistent",
                    params=(("BM", BM), ("BN", BN), ("STAGES", STAGES), ("GROUP", GROUP), ("CLUSTER_M", CLUSTER_M),
@@ -187,6 +188,35 @@ def _top_forms(dtype: str) -> tuple:
                 "consumer stages its whole slab, the producer warpgroup's 3 idle warps write it with "
                 "bounded 4/2-byte stores during the next mainloop; 3 stages" +
                 (f"; {_FORM_DOC[suffix]}" if suffix else "")))
+    return tuple(out)
+
+
+# The STAGED form (ANY_C's structure with a TMA store, 04_persistent.cu) for each cooperative width with
+# clusters of 2: (BN, stages beside two staged slabs of BN / 64 boxes), "" and "_bcol", fp16 and bf16.
+_STAGED_FORMS = ((256, 3), (192, 4), (128, 6))
+
+
+def staged_name(bn: int, stages: int, col: str = "", bf: str = "") -> str:
+    """The STAGED form's registry name: rung 7's TMA-store name with `_tma_staged` for `_tma_store`."""
+    return f"hgemm_wgmma_m64n{bn}k16_persistent_cluster2_tma_staged_stage{stages}{col}{bf}"
+
+
+def _staged_forms() -> tuple:
+    """Rung 7's STAGED form for fused epilogues (cugemm.epilogue.fused_plan runs it; matmul does not
+    rank it: its plain product is the TMA-store form's with fewer stages): the consumers stage each
+    slab's pre-activation and go on; the producer warpgroup's three idle warps apply the activation in
+    place and TMA-store it."""
+    out = []
+    for bn, stages in _STAGED_FORMS:
+        for col in ("", "_bcol"):
+            for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")):
+                out.append(_persistent(
+                    staged_name(bn, stages, col, bf), BN=bn, STAGES=stages, CLUSTER_M=2, TMA_STORE=True,
+                    ANY_C=True, B_COL=col == "_bcol", NARROW_EDGE=bn == 256, dtype=dtype, strided=True,
+                    doc=f"rung 7's STAGED form, 128x{bn} tiles, clusters of 2, {stages} stages"
+                        + (f", {_FORM_DOC[col]}" if col else "") + (" in bf16" if bf else "")
+                        + ": each consumer stages its slab's pre-activation and goes on; the producer "
+                          "warpgroup's 3 idle warps apply a fused activation in place and TMA-store it"))
     return tuple(out)
 
 
@@ -418,6 +448,8 @@ _VARIANTS_2D: tuple[Variant, ...] = (
     _persistent("hgemm_wgmma_m64n128k16_persistent_cluster2_anyc_stage6_bf16", BN=128, STAGES=6, CLUSTER_M=2,
                 ANY_C=True, strided=True, dtype="bfloat16", matmul=ANYC_128,
                 doc="the any-C sibling with 128x128 tiles in bf16"),
+    # ---- rung 7's STAGED form: a fused activation off the consumers (cugemm.epilogue) -------------------
+    *_staged_forms(),
     # ---- rung 7 for every layout and shape: transposed operands (no copy), any C ----------------------
     *_top_forms("float16"),
     *_top_forms("bfloat16"),

@@ -27,6 +27,12 @@
 //     and an mbarrier DRAINED (each storing thread arrives after its reads, the consumer waits on
 //     phase k - 1 before writing tile k's slab): the ordering of reads before rewrites racecheck
 //     verifies, where the named barrier alone was reported as hazards; waiting on it alone cost 2%.
+//   STAGED (ANY_C and TMA_STORE; 2-D, BM = 128, whole panels): ANY_C's structure for a C that TMA can
+//     store, made for fused epilogues: the consumers stage the slab's pre-activation (alpha, source,
+//     bias, AUX applied) and go on to the next tile's K loop; the storing warps apply the activation
+//     and a residual in place (finish_staged_slab), fence for the async proxy, meet at BAR_STORING,
+//     and one of them TMA-stores the live boxes and waits for their reads before its DRAINED
+//     arrival. The activation's MUFU and issue cycles then run beside the wgmmas, not after them.
 //   BM = 192 (TMA_STORE, BN <= 192): three consumers, setmaxnreg 40 / 152. B is loaded evict_first
 //     except by the TMA-store forms without clusters, whose tile rows read each B panel apart.
 //   Fitted widths (BN a multiple of 16 but not of 64: B_COL, TMA_STORE, C dense; BM = 192 too): tile
@@ -89,14 +95,14 @@
 //   GROUPS (0, or GROUPED's table length), EPI_BOXES (2-8: TMA_STORE's staging boxes per consumer), PINGPONG, T,
 //   EPI (lib/epilogue.cuh: None, or a Fused<...> epilogue applied to each panel's accumulators before
 //   it is staged; the 2-D TMA-store forms with two consumers, FITTED's register-stored columns too;
-//   ANY_C: the consumers apply alpha, a pre-activation source, the bias and AUX, the storing warps
-//   the activation and a residual to the staged pre-activation, off the K loop's warps).
+//   ANY_C and STAGED: the consumers apply alpha, a pre-activation source, the bias and AUX, the
+//   storing warps the activation and a residual to the staged pre-activation, off the K loop's warps).
 //   BK = 64.
 // Launch: block = (128 + 2 BM, 1, 1), grid = (min(tiles, SMs) rounded to CLUSTER_M, 1, 1); dynamic
 //   shared memory hgemm_wgmma_persistent_smem_bytes<...> (PersistentSmem); extra arguments: maps of A
 //   (box {64, BM}; A_COL: {64, 64} of the K x M memory), B (box {64, 64}; B_COL: of the N x K memory;
-//   fitted: {64, BN / CLUSTER_M}) and C (box {64, 64}), 128-byte swizzled; ANY_C: C's row stride (int,
-//   elements) instead of C's map; then batches, a_div, a_mod, b_div, b_mod (all 1 when not BATCHED;
+//   fitted: {64, BN / CLUSTER_M}) and C (box {64, 64}), 128-byte swizzled; ANY_C (not STAGED): C's row
+//   stride (int, elements) instead of C's map; then batches, a_div, a_mod, b_div, b_mod (all 1 when not BATCHED;
 //   then `tiles`, two zeroed uint32 counters for the dynamic walk (null but for BATCHED without clusters);
 //   then group_ends and masked_m (null and 0 but for GROUPED); then the epilogue's bias, src, aux,
 //   alpha, beta, ld_src, ld_aux (epilogue::Args; ignored where EPI is None: cugemm passes 0s and 1, 0);
@@ -117,7 +123,7 @@
 template <int BM, int BN, int STAGES, bool TMA_STORE, bool ANY_C, int EPI_BOXES>
 using PersistentSmem =
     hgemm_wgmma::RingSmem<BM * hgemm_wgmma::A_ROW_BYTES, BN * hgemm_wgmma::BK * 2, STAGES,
-                          (TMA_STORE ? EPI_BOXES * (BM / 64) * hgemm_wgmma::BOX_BYTES : 0) +
+                          (TMA_STORE && !ANY_C ? EPI_BOXES * (BM / 64) * hgemm_wgmma::BOX_BYTES : 0) +
                               (ANY_C ? 2 * (BN / 64) * hgemm_wgmma::BOX_BYTES : 0)>;
 template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M, bool TMA_STORE, bool ANY_C, bool A_COL,
           bool B_COL, bool NARROW_EDGE, bool BATCHED, int GROUPS, int EPI_BOXES, bool PINGPONG, class T,
@@ -148,7 +154,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     hgemm_wgmma_persistent(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N,
                            int K, const __grid_constant__ TensorMap tmap_a,
                            const __grid_constant__ TensorMap tmap_b,
-                           const __grid_constant__ typename PersistentCParam<ANY_C>::type c_param, int batches,
+                           const __grid_constant__ typename PersistentCParam<ANY_C && !TMA_STORE>::type c_param,
+                           int batches,
                            int a_div, int a_mod, int b_div, int b_mod, unsigned* __restrict__ tiles,
                            const int* __restrict__ group_ends, int masked_m, const void* ep_bias,
                            const void* ep_src, void* ep_aux, float ep_alpha, float ep_beta, int ep_ld_src,
@@ -162,13 +169,15 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   constexpr int A_STAGE = Smem::A_STAGE;
   constexpr int B_STAGE = Smem::B_STAGE;
   constexpr bool FITTED = BN % 64 != 0;                  // a fitted width (header)
+  constexpr bool STAGED = ANY_C && TMA_STORE;           // the STAGED form (header)
   constexpr int PANELS = BN / 64;                       // B panels per tile (and whole C panels per slab)
   constexpr int PIECE = BN / CLUSTER_M;                 // FITTED: n rows of B each block of a cluster copies
   constexpr int MY_PANELS = (PANELS + CLUSTER_M - 1) / CLUSTER_M;  // B panels this block copies at most
   constexpr int BOX = BOX_BYTES;                        // one 64 x 64 staging box of C
   constexpr int SLAB = PANELS * BOX;                    // ANY_C: a consumer's whole slab, staged
-  // 65536 registers: 128 x 40 + 256 x 232 with two consumers, 128 x 40 + 384 x 152 with three
-  constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = CONSUMERS == 2 ? 232 : 152;
+  // 65536 registers: 128 x 40 + 256 x 232 with two consumers, 128 x 40 + 384 x 152 with three;
+  // STAGED 128 x 56 + 256 x 224, for the storing warps' activations of 16 elements at a time
+  constexpr int PRODUCER_REGS = STAGED ? 56 : 40, CONSUMER_REGS = STAGED ? 224 : CONSUMERS == 2 ? 232 : 152;
   constexpr int STORING_THREADS = 96, BAR_STORING = 3;  // ANY_C: warps 1-3 of the producer warpgroup
   // ANY_C's named barriers (ids 1, 2 are the TMA-store epilogue's): slab cw staged, slab cw read
   constexpr int BAR_STAGED = 4, BAR_READ = 6, BOTH = 128 + STORING_THREADS;
@@ -180,7 +189,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
   static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 blocks; B is split by whole panels");
   static_assert(BM == 128 || (BM == 192 && TMA_STORE && !NARROW_EDGE && BN <= 192),
                 "three consumers (BM = 192): the TMA-store epilogue, at most 96 accumulators in 152 registers");
-  static_assert(!(TMA_STORE && ANY_C), "one epilogue: registers, TMA stores or ANY_C's staged stores");
+  static_assert(!STAGED || (BM == 128 && !FITTED && !BATCHED && !PINGPONG),
+                "the STAGED form: 2-D, two consumers, whole 64-column panels");
   static_assert(EPI_BOXES >= 2 && EPI_BOXES <= 8, "2 to 8 staging boxes per consumer");
   constexpr bool DYNAMIC = BATCHED && CLUSTER_M == 1;  // tiles from the counter (header)
   static_assert(!BATCHED || (TMA_STORE && !FITTED), "batches: C through 3-D TMA stores, whole 64-column panels");
@@ -388,11 +398,36 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
           const bool more = walk.nth(k + 1, edge_last) < total;
           for (int cw = 0; cw < 2; ++cw) {
             named_barrier_sync(BAR_STAGED + cw, BOTH);  // this tile's slab cw is staged
+            char* const slab = sC + cw * SLAB;
+            const int row0 = m0 + 64 * cw;
             // EPI: the activation (and a residual) applied here, off the consumers (epilogue::DEFERS)
-            store_staged_slab<T, PANELS, EPI>(c, c_param, sC + cw * SLAB, m0 + 64 * cw, n0, live, M, N, w, 3, lane, ep);
+            if constexpr (STAGED) {
+              // finished in place, then the copy engine stores the live boxes; their reads are done
+              // before this thread's DRAINED arrival, the one the consumer's rewrite waits for
+              if constexpr (epilogue::DEFERS<EPI>) {
+                // 8 pairs at a time (4 with a residual's loads: 56 registers)
+                constexpr int PAIRS = EPI::SRC == epilogue::SRC_POST ? 4 : 8;
+                finish_staged_slab<T, PANELS, EPI, PAIRS / PANELS >= 1 ? PAIRS / PANELS : 1>(slab, row0, n0, M, N, w,
+                                                                                           3, lane, ep);
+                fence_proxy_async_shared();  // this thread's writes are visible to the copy engine
+              }
+              named_barrier_sync(BAR_STORING, STORING_THREADS);
+              if (w == 0 && lane == 0) {
+                if (row0 < M) {
+                  for (int p = 0; p < live; ++p) tma_store_2d(&c_param, slab + p * BOX, n0 + 64 * p, row0);
+                }
+                tma_store_commit();
+                tma_store_wait_read<0>();
+              }
+            } else {
+              store_staged_slab<T, PANELS, EPI>(c, c_param, slab, row0, n0, live, M, N, w, 3, lane, ep);
+            }
             mbarrier_arrive(&drained[cw]);  // this thread's reads of slab cw are done (release)
             if (more) named_barrier_arrive(BAR_READ + cw, BOTH);  // slab cw may be restaged
           }
+        }
+        if constexpr (STAGED) {
+          if (w == 0 && lane == 0) tma_store_wait<0>();  // the last stores have written C
         }
       }
     }
@@ -469,7 +504,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         const int row0 = m0 + 64 * (PINGPONG ? r : cw);  // the slab's first row
         // GROUPED: a slab that ends past its group's rows is written from registers, bounded (below)
         const bool slab_whole = !GROUPED || row0 + 64 <= m_end;
-        if constexpr (TMA_STORE) {
+        if constexpr (TMA_STORE && !STAGED) {
 #pragma unroll
           for (int p = 0; p < PANELS; ++p) {
             char* const box = boxes + (EPI_BOXES == 2 ? (p & 1) ^ box_flip : (box_next + p) % EPI_BOXES) * BOX;
@@ -527,13 +562,14 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
               stage_panel<T>(slab + p * BOX, out, p, w, g, t4);
             }
           }
+          if constexpr (STAGED) fence_proxy_async_shared();  // STAGED: the copy engine reads the slab
           named_barrier_arrive(BAR_STAGED + cw, BOTH);  // publish it; on to the next tile
         } else {
           store_slab<T>(c, acc, row0 + 16 * w + g, n0 + 2 * t4, M, N);
         }
       }
     }
-    if constexpr (TMA_STORE) {
+    if constexpr (TMA_STORE && !STAGED) {
       if (tid == 0) tma_store_wait<0>();  // the last stores have written C
     }
   }

@@ -213,6 +213,15 @@ __device__ __forceinline__ void stage_box_stmatrix(unsigned box, const float (&a
   }
 }
 
+// Lane `lane`'s 4-byte pair (columns 2 lane, 2 lane + 1) of row r in a staging box of stage_panel's
+// layout: a row's 32 words lie in 32 banks.
+__device__ __forceinline__ char* staged_pair(char* box, int r, int lane) {
+  return box + r * 128 + (((lane >> 2) ^ (r & 7)) << 4) + 4 * (lane & 3);
+}
+__device__ __forceinline__ const char* staged_pair(const char* box, int r, int lane) {
+  return staged_pair(const_cast<char*>(box), r, lane);
+}
+
 // ---- epilogue 4: a staged slab to a C of any alignment, by plain warps ---------------------------
 // `live` staging boxes (stage_panel's layout, 8 KB apart from `slab`: columns 64p .. 64p + 63 of a
 // 64-row slab) whose element (0, 0) is C's (row0, n0); C has row stride ldc elements and may be only
@@ -235,7 +244,7 @@ __device__ __forceinline__ void store_staged_slab(T* __restrict__ c, int ldc, co
   const int col = n0 + 2 * lane;  // the lane's first column in box 0
 #pragma unroll(FINISH ? 1 : 2)
   for (int r = w; r < rows; r += nw) {
-    const char* const src = slab + r * 128 + (((lane >> 2) ^ (r & 7)) << 4) + 4 * (lane & 3);
+    const char* const src = staged_pair(slab, r, lane);
     unsigned v[PANELS];
 #pragma unroll
     for (int p = 0; p < PANELS; ++p) {
@@ -259,6 +268,45 @@ __device__ __forceinline__ void store_staged_slab(T* __restrict__ c, int ldc, co
         if (n < N) __stcs(reinterpret_cast<unsigned short*>(dst + 64 * p), static_cast<unsigned short>(v[p]));
         if (n + 1 < N) __stcs(reinterpret_cast<unsigned short*>(dst + 64 * p + 1), static_cast<unsigned short>(v[p] >> 16));
       }
+    }
+  }
+}
+
+// ---- epilogue 5: a staged slab finished in place, for a TMA store (04_persistent.cu's STAGED form) --
+// The deferred half of EPI (epilogue::finish_pair: the activation, a post-activation source) on the
+// pairs of `slab` (store_staged_slab's layout, row0 and n0), written back where they were read.
+// Warp w of nw takes ROWS rows at a time (rows ROWS w .., then ROWS nw further on): ROWS x PANELS
+// pairs are read, finished and written back together, with no branch between them, so that their
+// activations' MUFU and FMA chains interleave: one warp a scheduler has no other warp to hide
+// their latency. Boxes past `live` and rows past M are finished too (their results are never
+// stored; S is read only inside M and N), rows past the slab's 64 are not touched.
+template <class T, int PANELS, class EPI, int ROWS = 2>
+__device__ __forceinline__ void finish_staged_slab(char* slab, int row0, int n0, int M, int N, int w, int nw,
+                                                   int lane, const epilogue::Args& ep) {
+  static_assert(64 % ROWS == 0, "whole groups of rows in a slab");
+  const int col = n0 + 2 * lane;  // the lane's first column in box 0
+#pragma unroll 1
+  for (int r0 = ROWS * w; r0 < 64 && row0 + r0 < M; r0 += ROWS * nw) {
+    unsigned v[ROWS][PANELS];
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+#pragma unroll
+      for (int p = 0; p < PANELS; ++p)
+        v[i][p] = *reinterpret_cast<const unsigned*>(staged_pair(slab, r0 + i, lane) + p * B_PANEL_BYTES);
+    }
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+#pragma unroll
+      for (int p = 0; p < PANELS; ++p) {
+        const int r = row0 + r0 + i, n = col + 64 * p;
+        v[i][p] = epilogue::finish_pair<EPI, T>(v[i][p], r, n, ep, r < M && n < N);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+#pragma unroll
+      for (int p = 0; p < PANELS; ++p)
+        *reinterpret_cast<unsigned*>(staged_pair(slab, r0 + i, lane) + p * B_PANEL_BYTES) = v[i][p];
     }
   }
 }

@@ -282,14 +282,15 @@ CUGEMM_DEVICE void apply(const float (&acc)[NACC], float (&d)[NACC], int j0, int
 }
 
 // The deferred half (DEFER above) on one staged pair v of T at row r, columns n, n + 1 (n even, N
-// even, n < N): act(x) + beta * S, rounded again to T.
+// even): act(x) + beta * S, rounded again to T. S is read only where `in` (r < M and n < N: the
+// caller's bounds); elsewhere the result is never stored.
 template <class EPI, class T>
-CUGEMM_DEVICE unsigned finish_pair(unsigned v, int r, int n, const Args& a) {
+CUGEMM_DEVICE unsigned finish_pair(unsigned v, int r, int n, const Args& a, bool in = true) {
   float2 x = unpack2<T>(v);
   x.x = activate<EPI::ACT>(x.x);
   x.y = activate<EPI::ACT>(x.y);
   if constexpr (EPI::SRC == SRC_POST) {
-    const float2 s = load_pair<T>(a.src, static_cast<size_t>(r) * a.ld_src + n);
+    const float2 s = in ? load_pair<T>(a.src, static_cast<size_t>(r) * a.ld_src + n) : make_float2(0.f, 0.f);
     x.x = fmaf(a.beta, s.x, x.x);
     x.y = fmaf(a.beta, s.y, x.y);
   }
