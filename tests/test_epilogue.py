@@ -200,16 +200,16 @@ def test_fused_or_not():
     near = _plan(cap, 10.0 + cost - 0.1)
     far = _plan(cap, 10.0 + cost + 0.1)
     Choice = select.Choice
-    assert epilogue.fused_plan(Choice(prob, best, [best, near]), spec) is near
-    assert epilogue.fused_plan(Choice(prob, best, [best, far]), spec) is None
-    assert epilogue.fused_plan(Choice(prob, near, [near]), spec) is near
+    assert epilogue.fused_plan(Choice(prob, best, [best, near]), spec, staged=False) is near
+    assert epilogue.fused_plan(Choice(prob, best, [best, far]), spec, staged=False) is None
+    assert epilogue.fused_plan(Choice(prob, near, [near]), spec, staged=False) is near
     via_c = dataclasses.replace(near, via_c=True)
     assert epilogue.fused_plan(Choice(prob, via_c, [via_c]), spec) is None
     # an ANY_C plan as fast as a TMA-store one: its storing warps are charged more for an activation
     anyc = _plan("hgemm_wgmma_m64n256k16_persistent_cluster2_anyc_stage3_bcol", 10.0)
     tma = _plan("hgemm_wgmma_m64n256k16_persistent_cluster2_tma_store_stage4_bcol", 10.0)
     assert epilogue.storing_us(1024, 1024, spec, 132) > epilogue.consumer_us(1024, 1024, spec, 132) > 0
-    assert epilogue.fused_plan(Choice(prob, anyc, [anyc, tma]), spec) is tma
+    assert epilogue.fused_plan(Choice(prob, anyc, [anyc, tma]), spec, staged=False) is tma
     assert epilogue.fused_plan(Choice(prob, anyc, [anyc, tma]), epilogue.Spec(bias="col")) is anyc
     # a ping-pong form takes an epilogue only from NVRTC 13 on (its 128 accumulators: NVRTC 12.9 spills)
     pp_base = __import__("cugemm").get_variant("hgemm_wgmma_m64n128k16_persistent_pingpong_tma_store_stage6")
@@ -223,7 +223,7 @@ def test_fused_or_not():
     pp = _plan("hgemm_wgmma_m64n128k16_persistent_pingpong_cluster2_tma_store_stage6_bcol",
                10.0 + (1 - epilogue.PINGPONG_SHOWS) * act / 2)
     # (under NVRTC 12 a ping-pong form takes no epilogue: epilogue.capable)
-    assert epilogue.fused_plan(Choice(prob, coop, [coop, pp]), spec) is (pp if epilogue.capable(pp.variant) else coop)
+    assert epilogue.fused_plan(Choice(prob, coop, [coop, pp]), spec, staged=False) is (pp if epilogue.capable(pp.variant) else coop)
     assert epilogue.fused_plan(Choice(prob, coop, [coop, pp]), epilogue.Spec(bias="col")) is coop
     # measured plans before modelled ones, as select.rank: a capable plan only the model estimates, a
     # little faster on paper, does not displace the measured best
@@ -231,3 +231,26 @@ def test_fused_or_not():
     modelled = _plan("hgemm_wgmma_m64n208k16_persistent_tma_store_stage4_bcol", 9.0)
     assert epilogue.fused_plan(Choice(prob, measured, [measured, modelled]), epilogue.Spec(bias="col")) is measured
     assert epilogue.fused_plan(Choice(prob, modelled, [modelled]), epilogue.Spec(bias="col")) is modelled
+
+    # the STAGED sibling of a cooperative plan: for an activation it competes (STAGED_RING times the
+    # plain estimate, STAGED_SHOWS of the activation), for the bias alone it does not
+    sib = epilogue.staged_sibling(coop.variant)
+    assert sib.name == "hgemm_wgmma_m64n128k16_persistent_cluster2_tma_staged_stage6_bcol"
+    assert epilogue.staged_sibling(pp.variant) is None and epilogue.staged_sibling(sib) is None
+    assert epilogue.staged_sibling(__import__("cugemm").get_variant(
+        "hgemm_wgmma_m64n128k16_persistent_tma_store_stage6_bcol")) is None  # no clusters: none registered
+    # (1024 x 1024 in 128 x 128 tiles: 64 tiles, one round of 132 SMs: the activation shows whole on the
+    # storing warps, so the cooperative form keeps it; 16 rounds of tiles: the STAGED sibling takes it)
+    assert epilogue.fused_plan(Choice(prob, coop, [coop]), spec) is coop
+    assert epilogue.staged_shows(64, 132) == epilogue.STAGED_LAST
+    assert epilogue.staged_shows(16 * 132, 132) < 0.7 and epilogue.staged_shows(3 * 132, 132) > 1.0
+    big = type("P", (), {"M": 8192, "N": 4096, "dtype": prob.dtype})()  # 2048 tiles: 16 rounds
+    coop_big = dataclasses.replace(coop, dims=(8192, 4096, 1024), est_us=100.0)
+    q = epilogue.fused_plan(Choice(big, coop_big, [coop_big]), spec)
+    assert q.variant is sib and q.est_us == 100.0 * epilogue.STAGED_RING and q.dims == coop_big.dims
+    assert epilogue.fused_plan(Choice(prob, coop, [coop]), epilogue.Spec(bias="col")) is coop
+    assert epilogue.fused_plan(Choice(prob, coop, [coop]), spec, staged=False) is coop
+    # where the activation is cheap beside the product (ReLU at a long K loop) the cooperative form stays
+    slow = _plan(cap, 1000.0)
+    assert epilogue.fused_plan(Choice(prob, slow, [slow]), epilogue.Spec("relu", "col")) is slow
+    assert epilogue.defers(spec) and epilogue.defers(epilogue.Spec(src="post")) and not epilogue.defers(epilogue.Spec(bias="col"))
