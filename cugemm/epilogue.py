@@ -292,13 +292,12 @@ def staged_sibling(v):
             p.get("PINGPONG") or p.get("BATCHED") or p.get("A_COL") or p.get("CLUSTER_M") != 2 or p.get("BM") != 128:
         return None
     from . import registry
-    from .families.hgemm_wgmma import _STAGED_FORMS, staged_name
+    from .families.hgemm_wgmma import STAGED_STAGES, staged_name
 
-    stages = dict(_STAGED_FORMS).get(p.get("BN"))
-    if stages is None:
+    if p.get("BN") not in STAGED_STAGES:
         return None
-    name = staged_name(p["BN"], stages, "_bcol" if p.get("B_COL") else "", "_bf16" if v.dtype_in == "bfloat16" else "")
-    return registry.get_variant(name)
+    return registry.get_variant(staged_name(p["BN"], "_bcol" if p.get("B_COL") else "",
+                                            "_bf16" if v.dtype_in == "bfloat16" else ""))
 
 
 def fused_plan(choice: select.Choice, spec: Spec, staged: bool = True):

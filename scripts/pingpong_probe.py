@@ -28,15 +28,12 @@ COOP = "hgemm_wgmma_m64n128k16_persistent_cluster2_tma_store_stage6_bcol"
 def sibling(name: str, kind: str = "pingpong") -> str:
     """The registered ping-pong (or, kind 'staged', STAGED) form of a cooperative rung-7 form."""
     if kind == "staged":
-        import re
+        from cugemm import epilogue, registry
 
-        from cugemm.families.hgemm_wgmma import _STAGED_FORMS, staged_name
-
-        m = re.fullmatch(r"hgemm_wgmma_m64n(\d+)k16_persistent_cluster2_tma_store_stage\d+(_bcol)?(_bf16)?", name)
-        if not m:
+        sv = epilogue.staged_sibling(registry.get_variant(name))
+        if sv is None:
             raise SystemExit(f"pingpong_probe: {name} has no STAGED form (128 x 128 / 192 / 256, clusters of 2)")
-        bn = int(m.group(1))
-        return staged_name(bn, dict(_STAGED_FORMS)[bn], m.group(2) or "", m.group(3) or "")
+        return sv.name
     return name.replace("_persistent_", "_persistent_pingpong_", 1)
 
 

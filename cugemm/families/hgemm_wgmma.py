@@ -192,13 +192,13 @@ def _top_forms(dtype: str) -> tuple:
 
 
 # The STAGED form (ANY_C's structure with a TMA store, 04_persistent.cu) for each cooperative width with
-# clusters of 2: (BN, stages beside two staged slabs of BN / 64 boxes), "" and "_bcol", fp16 and bf16.
-_STAGED_FORMS = ((256, 3), (192, 4), (128, 6))
+# clusters of 2: {BN: stages beside two staged slabs of BN / 64 boxes}, "" and "_bcol", fp16 and bf16.
+STAGED_STAGES = {256: 3, 192: 4, 128: 6}
 
 
-def staged_name(bn: int, stages: int, col: str = "", bf: str = "") -> str:
+def staged_name(bn: int, col: str = "", bf: str = "") -> str:
     """The STAGED form's registry name: rung 7's TMA-store name with `_tma_staged` for `_tma_store`."""
-    return f"hgemm_wgmma_m64n{bn}k16_persistent_cluster2_tma_staged_stage{stages}{col}{bf}"
+    return f"hgemm_wgmma_m64n{bn}k16_persistent_cluster2_tma_staged_stage{STAGED_STAGES[bn]}{col}{bf}"
 
 
 def _staged_forms() -> tuple:
@@ -207,11 +207,11 @@ def _staged_forms() -> tuple:
     slab's pre-activation and go on; the producer warpgroup's three idle warps apply the activation in
     place and TMA-store it."""
     out = []
-    for bn, stages in _STAGED_FORMS:
+    for bn, stages in STAGED_STAGES.items():
         for col in ("", "_bcol"):
             for dtype, bf in (("float16", ""), ("bfloat16", "_bf16")):
                 out.append(_persistent(
-                    staged_name(bn, stages, col, bf), BN=bn, STAGES=stages, CLUSTER_M=2, TMA_STORE=True,
+                    staged_name(bn, col, bf), BN=bn, STAGES=stages, CLUSTER_M=2, TMA_STORE=True,
                     ANY_C=True, B_COL=col == "_bcol", NARROW_EDGE=bn == 256, dtype=dtype, strided=True,
                     doc=f"rung 7's STAGED form, 128x{bn} tiles, clusters of 2, {stages} stages"
                         + (f", {_FORM_DOC[col]}" if col else "") + (" in bf16" if bf else "")

@@ -405,10 +405,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
               // finished in place, then the copy engine stores the live boxes; their reads are done
               // before this thread's DRAINED arrival, the one the consumer's rewrite waits for
               if constexpr (epilogue::DEFERS<EPI>) {
-                // 8 pairs at a time (4 with a residual's loads: 56 registers)
-                constexpr int PAIRS = EPI::SRC == epilogue::SRC_POST ? 4 : 8;
-                finish_staged_slab<T, PANELS, EPI, PAIRS / PANELS >= 1 ? PAIRS / PANELS : 1>(slab, row0, n0, M, N, w,
-                                                                                           3, lane, ep);
+                finish_staged_slab<T, PANELS, EPI>(slab, row0, n0, M, N, w, 3, lane, ep);
                 fence_proxy_async_shared();  // this thread's writes are visible to the copy engine
               }
               named_barrier_sync(BAR_STORING, STORING_THREADS);

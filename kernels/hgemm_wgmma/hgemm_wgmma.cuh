@@ -213,13 +213,10 @@ __device__ __forceinline__ void stage_box_stmatrix(unsigned box, const float (&a
   }
 }
 
-// Lane `lane`'s 4-byte pair (columns 2 lane, 2 lane + 1) of row r in a staging box of stage_panel's
-// layout: a row's 32 words lie in 32 banks.
-__device__ __forceinline__ char* staged_pair(char* box, int r, int lane) {
-  return box + r * 128 + (((lane >> 2) ^ (r & 7)) << 4) + 4 * (lane & 3);
-}
-__device__ __forceinline__ const char* staged_pair(const char* box, int r, int lane) {
-  return staged_pair(const_cast<char*>(box), r, lane);
+// The byte offset of lane `lane`'s 4-byte pair (columns 2 lane, 2 lane + 1) of row r in a staging box
+// of stage_panel's layout: a row's 32 words lie in 32 banks.
+__device__ __forceinline__ int staged_pair(int r, int lane) {
+  return r * 128 + (((lane >> 2) ^ (r & 7)) << 4) + 4 * (lane & 3);
 }
 
 // ---- epilogue 4: a staged slab to a C of any alignment, by plain warps ---------------------------
@@ -244,7 +241,7 @@ __device__ __forceinline__ void store_staged_slab(T* __restrict__ c, int ldc, co
   const int col = n0 + 2 * lane;  // the lane's first column in box 0
 #pragma unroll(FINISH ? 1 : 2)
   for (int r = w; r < rows; r += nw) {
-    const char* const src = staged_pair(slab, r, lane);
+    const char* const src = slab + staged_pair(r, lane);
     unsigned v[PANELS];
 #pragma unroll
     for (int p = 0; p < PANELS; ++p) {
@@ -276,13 +273,16 @@ __device__ __forceinline__ void store_staged_slab(T* __restrict__ c, int ldc, co
 // The deferred half of EPI (epilogue::finish_pair: the activation, a post-activation source) on the
 // pairs of `slab` (store_staged_slab's layout, row0 and n0), written back where they were read.
 // Warp w of nw takes ROWS rows at a time (rows ROWS w .., then ROWS nw further on): ROWS x PANELS
-// pairs are read, finished and written back together, with no branch between them, so that their
-// activations' MUFU and FMA chains interleave: one warp a scheduler has no other warp to hide
-// their latency. Boxes past `live` and rows past M are finished too (their results are never
-// stored; S is read only inside M and N), rows past the slab's 64 are not touched.
-template <class T, int PANELS, class EPI, int ROWS = 2>
+// pairs, 8 (4 with a residual's loads: the storing warps have 56 registers), are read, finished and
+// written back together, with no branch between them, so that their activations' MUFU and FMA chains
+// interleave: one warp a scheduler has no other warp to hide their latency. Boxes past the live ones
+// and rows past M are finished too (their results are never stored; S is read only inside M and N),
+// rows past the slab's 64 are not touched.
+template <class T, int PANELS, class EPI>
 __device__ __forceinline__ void finish_staged_slab(char* slab, int row0, int n0, int M, int N, int w, int nw,
                                                    int lane, const epilogue::Args& ep) {
+  constexpr int PAIRS = EPI::SRC == epilogue::SRC_POST ? 4 : 8;
+  constexpr int ROWS = PAIRS / PANELS >= 1 ? PAIRS / PANELS : 1;
   static_assert(64 % ROWS == 0, "whole groups of rows in a slab");
   const int col = n0 + 2 * lane;  // the lane's first column in box 0
 #pragma unroll 1
@@ -292,7 +292,7 @@ __device__ __forceinline__ void finish_staged_slab(char* slab, int row0, int n0,
     for (int i = 0; i < ROWS; ++i) {
 #pragma unroll
       for (int p = 0; p < PANELS; ++p)
-        v[i][p] = *reinterpret_cast<const unsigned*>(staged_pair(slab, r0 + i, lane) + p * B_PANEL_BYTES);
+        v[i][p] = *reinterpret_cast<const unsigned*>(slab + p * B_PANEL_BYTES + staged_pair(r0 + i, lane));
     }
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) {
@@ -306,7 +306,7 @@ __device__ __forceinline__ void finish_staged_slab(char* slab, int row0, int n0,
     for (int i = 0; i < ROWS; ++i) {
 #pragma unroll
       for (int p = 0; p < PANELS; ++p)
-        *reinterpret_cast<unsigned*>(staged_pair(slab, r0 + i, lane) + p * B_PANEL_BYTES) = v[i][p];
+        *reinterpret_cast<unsigned*>(slab + p * B_PANEL_BYTES + staged_pair(r0 + i, lane)) = v[i][p];
     }
   }
 }
