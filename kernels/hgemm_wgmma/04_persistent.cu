@@ -33,8 +33,7 @@
 //     and a residual in place (finish_staged_slab), fence for the async proxy, meet at BAR_STORING,
 //     and one of them TMA-stores the live boxes and waits for their reads before its DRAINED
 //     arrival. The activation's MUFU and issue cycles then run beside the wgmmas, not after them.
-//   BM = 192 (TMA_STORE, BN <= 192): three consumers, setmaxnreg 40 / 152. B is loaded evict_first
-//     except by the TMA-store forms without clusters, whose tile rows read each B panel apart.
+//   BM = 192 (TMA_STORE, BN <= 192): three consumers, setmaxnreg 40 / 152.
 //   Fitted widths (BN a multiple of 16 but not of 64: B_COL, TMA_STORE, C dense; BM = 192 too): tile
 //     counts fitted to the SMs where 64-column steps leave a round partly idle (1024 x 768 in 128 x 48
 //     tiles: 128 of them; 128 x 64 make 96, 128 x 32 would halve the tile's work). The K-major B tile
@@ -114,6 +113,12 @@
 #include "../lib/barrier.cuh"
 #include "../lib/epilogue.cuh"
 #include "../lib/raster.cuh"
+
+// 1: session 45's L2 rule for B's copies (evict_first with clusters or without a TMA store), 0 (the
+// default): evict_normal everywhere (the producer's comment says why)
+#ifndef CUGEMM_PERSISTENT_B_EVICT_FIRST
+#define CUGEMM_PERSISTENT_B_EVICT_FIRST 0
+#endif
 #include "../lib/swizzle.cuh"
 #include "../lib/tma.cuh"
 #include "hgemm_wgmma.cuh"
@@ -288,9 +293,11 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     // ---- producer ------------------------------------------------------------------------------
     setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {
-      // B's L2 lines: evict_first where a cluster's multicast reads each B panel once for its tile
-      // rows; without clusters (TMA-store forms) the tile rows of a band read it apart, from L2
-      constexpr bool B_STREAM = CLUSTER_M > 1 || !TMA_STORE;
+      // B's L2 lines: evict_normal. A B panel is read by every cluster tile of its column in the
+      // band of GROUP cluster rows (lib/raster.cuh), not once: with evict_first its lines left L2
+      // before the band's other rows read them (8192^3: 2.5-2.9 GB from DRAM, cuBLAS 1.25 GB, evict_normal
+      // 1.23 GB; docs/hgemm_wgmma.md). CUGEMM_PERSISTENT_B_EVICT_FIRST=1 builds session 45's rule.
+      constexpr bool B_STREAM = CUGEMM_PERSISTENT_B_EVICT_FIRST && (CLUSTER_M > 1 || !TMA_STORE);
       const unsigned long long b_policy = B_STREAM ? l2_policy_stream() : 0;
       // Launched with PDL (cugemm.matmul, after the relayout of its operands): everything above ran
       // beside the previous kernel; wait for it before the first read. The other roles touch global
