@@ -111,14 +111,12 @@ CUGEMM_DEVICE float gelu_exponent(float x) {
 #define CUGEMM_GELU_F32 0
 #endif
 CUGEMM_DEVICE float gelu_exponent_f32(float x) {
+  constexpr float P[] = {-5.244191303e-09f, 3.865658869e-07f, -1.147768489e-05f, 1.595883659e-04f,
+                         9.481697634e-05f,  -1.048371792e-01f, -2.302208185e+00f};
   const float t = x * x;
-  float p = -5.244191303e-09f;
-  p = fmaf(p, t, 3.865658869e-07f);
-  p = fmaf(p, t, -1.147768489e-05f);
-  p = fmaf(p, t, 1.595883659e-04f);
-  p = fmaf(p, t, 9.481697634e-05f);
-  p = fmaf(p, t, -1.048371792e-01f);
-  p = fmaf(p, t, -2.302208185e+00f);
+  float p = P[0];
+#pragma unroll
+  for (int i = 1; i < 7; ++i) p = fmaf(p, t, P[i]);  // Horner, as gelu_exponent's written-out steps
   return x * p;
 }
 
