@@ -41,9 +41,12 @@
 #             fused tests (every composition on the two test bases, linear and gemm). Name it
 #   eval      cugemm.matmul on the held-out evaluation set and its named lines (scripts/eval_set.py,
 #             f16 and bf16, flushed and back to back), JSON to results/eval/eval.json. Name it
+#   power     back to back under the GPU's power cap (scripts/power_probe.py: clock, board power, clock-limit
+#             reasons, energy a call): cugemm.matmul and cugemm.linear (bias, GELU + bias) beside torch's at
+#             POWER_SHAPES (default 12288x4096x1024,8192x14336x4096,16384x3072x768), bf16. Name it
 # Usage (repo root, on the device): bash scripts/device_check.sh [phase ...]
 #   (default: tests sanitize bench big sweeps repeat peak matmul; mma, tune, serving, ab, batched, grouped, fp8,
-#   epilogue and eval only when named,
+#   epilogue, eval and power only when named,
 #   e.g. `bash scripts/device_check.sh serving`)
 # Logs, result JSON and plots are collected in one archive, $OUT/device_logs.tgz (or
 # ./device-out/device_logs.tgz), and summarised on stdout. Exit status 1 if a test, a sanitizer, a
@@ -265,6 +268,13 @@ if has epilogue; then
       > "$out/sanitize_epilogue_$tool.txt" 2>&1 || status=1
     grep -aE "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$out/sanitize_epilogue_$tool.txt" | tail -2
   done
+fi
+
+if has power; then
+  step "under the power cap (scripts/power_probe.py)"
+  python3 scripts/power_probe.py --shapes "${POWER_SHAPES:-12288x4096x1024,8192x14336x4096,16384x3072x768}" \
+    --rounds 2 2>&1 | tee "$out/power.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 
 if has peak; then
