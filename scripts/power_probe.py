@@ -8,9 +8,8 @@ instructions or the clock they pull down?
 Per shape (x @ W.T, torch operands, x = randn(M, K), w = randn(N, K) / sqrt(K), b = 0.1 randn(N)),
 each contender runs back to back for --seconds (no L2 flush: the steady state a model's layer sees),
 timed by two CUDA events around the loop, while a thread samples the SM clock, the board power and
-the clock-limit reasons through NVML (pynvml, or `nvidia-smi -lms` where pynvml is absent; the samples
-of the loop's first 0.3 s are dropped), and the board energy a call comes from NVML's total-energy
-counter read around the loop (pynvml only). Contenders: torch x @ w.T, torch._addmm_activation,
+the clock-limit reasons through NVML (pynvml; the samples of the loop's first 0.3 s are dropped), and the
+board energy a call comes from NVML's total-energy counter read around the loop (without pynvml: times only). Contenders: torch x @ w.T, torch._addmm_activation,
 cugemm.matmul, cugemm.linear (bias; bias + GELU), and each --bases form with each --specs composition
 run through cugemm.epilogue.execute with that base named (CuPy views of the same tensors; ':col'
 is the bias alone, 'none:none' the plain product through the same path). The contenders alternate
@@ -21,7 +20,6 @@ call, median MHz, median W, the reasons seen, mJ a call.
 import argparse
 import re
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -31,52 +29,39 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 class Sampler:
-    """NVML samples (t, sm MHz, W, reasons) every ~10 ms on a thread."""
+    """NVML samples (t, sm MHz, W, reasons) every ~10 ms on a daemon thread, and NVML's total-energy counter
+    (mJ since the driver loaded). Without pynvml there are neither: the times alone."""
 
     def __init__(self):
-        self.samples, self._stop, self._proc = [], threading.Event(), None
-        self.energy = None
+        self.samples, self.energy, self._read, self.how = [], None, None, "none (no pynvml: times only)"
         try:
             import pynvml
 
             pynvml.nvmlInit()
             h = pynvml.nvmlDeviceGetHandleByIndex(0)
+        except Exception:  # noqa: BLE001 - no NVML: time only
+            return
 
-            def read():
-                return (pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
-                        pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
-                        pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(h))
-            read()
-            self._read, self.how = read, "pynvml"
-            try:
-                pynvml.nvmlDeviceGetTotalEnergyConsumption(h)
-                self.energy = lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(h)  # mJ since the driver loaded
-            except Exception:
-                pass
-        except Exception:
-            self._read, self.how = None, "nvidia-smi"
+        def read():
+            return (pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+                    pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
+                    pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(h))
+        self._read, self.how = read, "pynvml"
+        try:
+            pynvml.nvmlDeviceGetTotalEnergyConsumption(h)
+            self.energy = lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(h)
+        except Exception:  # noqa: BLE001 - a GPU without the counter: no energy column
+            pass
 
     def start(self):
-        if self._read is not None:
-            def loop():
-                while not self._stop.is_set():
-                    self.samples.append((time.monotonic(), *self._read()))
-                    time.sleep(0.01)
-            threading.Thread(target=loop, daemon=True).start()
+        if self._read is None:
             return
-        self._proc = subprocess.Popen(
-            ["nvidia-smi", "--query-gpu=clocks.sm,power.draw,clocks_throttle_reasons.active",
-             "--format=csv,noheader,nounits", "-lms", "10"], stdout=subprocess.PIPE, text=True)
 
-        def reader():
-            for line in self._proc.stdout:
-                try:
-                    mhz, w, why = (x.strip() for x in line.split(","))
-                    self.samples.append((time.monotonic(), float(mhz), float(w), int(why, 16)))
-                except ValueError:
-                    pass
-        threading.Thread(target=reader, daemon=True).start()
-        time.sleep(0.5)
+        def loop():
+            while True:
+                self.samples.append((time.monotonic(), *self._read()))
+                time.sleep(0.01)
+        threading.Thread(target=loop, daemon=True).start()
 
     def window(self, t0, t1):
         s = [x for x in self.samples if t0 <= x[0] <= t1]
@@ -109,10 +94,9 @@ def main():
     args = p.parse_args()
     import cupy
     import torch
-    import torch.nn.functional as F  # noqa: F401
 
     import cugemm
-    from cugemm import epilogue, operand, serve
+    from cugemm import device, epilogue, launch, operand, registry, serve
 
     sampler = Sampler()
     if not args.once:
@@ -146,8 +130,6 @@ def main():
                 out = cupy.empty((M, N), ca.dtype)
                 O = operand.describe(out, "out", "probe")
                 if spec is None:
-                    from cugemm import launch, registry, device
-
                     v = registry.get_variant(base)
 
                     def run(v=v, out=out, O=O):

@@ -70,12 +70,6 @@ CUGEMM_DEVICE Placed place(const ClusterTileWalk<CLUSTER_M, true>& walk, int t, 
 // 8-row swizzle atoms) as one box {128 k, PIECE n}, multicast to every block of the cluster, so
 // each block's FULL counts every piece that starts inside N. Boxes are zero-filled past M, N and K
 // (a K tail adds zeros); B is loaded evict_first where clusters read each B piece once.
-// CUGEMM_FP8_B_EVICT_FIRST=0 (a -D switch, scripts/with_defines.py; default 1) loads it evict_normal: rung 7 of
-// the fp16 family reads a B panel from every cluster row of the raster's band and, with evict_first, read B from
-// HBM twice (session 46, docs/hgemm_wgmma.md); this producer walks the same bands, so the same A/B applies here.
-#ifndef CUGEMM_FP8_B_EVICT_FIRST
-#define CUGEMM_FP8_B_EVICT_FIRST 1
-#endif
 template <int BM, int BN, int STAGES, int GROUP, int CLUSTER_M>
 CUGEMM_DEVICE void produce(const TensorMap* tmap_a, const TensorMap* tmap_b, unsigned long long* full,
                            unsigned long long* empty, char* sA, char* sB, int M, int N, int K) {
@@ -85,7 +79,7 @@ CUGEMM_DEVICE void produce(const TensorMap* tmap_a, const TensorMap* tmap_b, uns
   const ClusterTileWalk<CLUSTER_M, true> walk((M + BM - 1) / BM, (N + BN - 1) / BN);
   const int rank = CLUSTER_M > 1 ? static_cast<int>(cluster_ctarank()) : 0;
   const int num_kt = (K + BK - 1) / BK;
-  const unsigned long long b_policy = CLUSTER_M > 1 && CUGEMM_FP8_B_EVICT_FIRST ? l2_policy_stream() : 0;
+  const unsigned long long b_policy = CLUSTER_M > 1 ? l2_policy_stream() : 0;
   grid_dependency_wait();
   Ring<STAGES> ring;
   for (int k = 0, t; (t = walk.nth(k, false)) < walk.count; ++k) {
@@ -99,12 +93,9 @@ CUGEMM_DEVICE void produce(const TensorMap* tmap_a, const TensorMap* tmap_b, uns
       tma_load_2d(sA + s * S::A_STAGE, tmap_a, &full[s], kt * BK, p.m_load);
       if (rank < live) {
         char* const dst = sB + s * S::B_STAGE + rank * PIECE * ROW_BYTES;
-        if constexpr (CLUSTER_M > 1 && CUGEMM_FP8_B_EVICT_FIRST) {
+        if constexpr (CLUSTER_M > 1) {
           tma_load_2d_multicast(dst, tmap_b, &full[s], kt * BK, p.n0 + rank * PIECE,
                                 static_cast<unsigned short>((1u << CLUSTER_M) - 1), b_policy);
-        } else if constexpr (CLUSTER_M > 1) {
-          tma_load_2d_multicast(dst, tmap_b, &full[s], kt * BK, p.n0 + rank * PIECE,
-                                static_cast<unsigned short>((1u << CLUSTER_M) - 1));
         } else {
           tma_load_2d(dst, tmap_b, &full[s], kt * BK, p.n0);
         }
